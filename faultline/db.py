@@ -1,0 +1,128 @@
+"""The DuckDB warehouse: connections, numbered migrations, and read queries.
+
+Migrations are `warehouse/migrations/NNNN_name.sql`, applied in order inside one transaction
+each and recorded in `schema_migrations`. `connect()` applies pending ones on first use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from faultline.errors import FaultlineError
+from faultline.resources import warehouse_dir
+
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+_LEDGER_SQL = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       VARCHAR NOT NULL,
+    checksum   VARCHAR NOT NULL,
+    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+)
+"""
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One numbered SQL file."""
+
+    version: int
+    name: str
+    sql: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.sql.encode()).hexdigest()
+
+
+def discover_migrations(folder: Path | None = None) -> list[Migration]:
+    """Read the numbered migrations in version order; a malformed name is an error."""
+    folder = folder or warehouse_dir() / "migrations"
+    found: list[Migration] = []
+    for path in sorted(folder.glob("*.sql")):
+        match = _MIGRATION_NAME.match(path.name)
+        if not match:
+            raise FaultlineError(
+                f"migration file {path} is not named NNNN_snake_case.sql",
+                fix="rename it, e.g. 0002_add_log_templates.sql",
+            )
+        found.append(Migration(int(match.group(1)), path.name, path.read_text()))
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise FaultlineError(f"two migrations share a number in {folder}", fix="renumber one")
+    return found
+
+
+def migrate(conn: duckdb.DuckDBPyConnection, folder: Path | None = None) -> list[str]:
+    """Apply pending migrations; return the names applied. Edited applied files are refused."""
+    conn.execute(_LEDGER_SQL)
+    applied = dict(conn.execute("SELECT version, checksum FROM schema_migrations").fetchall())
+    done: list[str] = []
+    for migration in discover_migrations(folder):
+        if migration.version in applied:
+            if applied[migration.version] != migration.checksum:
+                raise FaultlineError(
+                    f"migration {migration.name} changed after it was applied",
+                    fix="never edit an applied migration; add a new numbered one instead",
+                )
+            continue
+        conn.execute("BEGIN TRANSACTION")
+        try:
+            conn.execute(migration.sql)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, checksum) VALUES (?, ?, ?)",
+                [migration.version, migration.name, migration.checksum],
+            )
+            conn.execute("COMMIT")
+        except Exception:
+            conn.execute("ROLLBACK")
+            raise
+        done.append(migration.name)
+    return done
+
+
+def connect(path: Path | str, *, read_only: bool = False, auto_migrate: bool = True) -> duckdb.DuckDBPyConnection:
+    """Open the warehouse file (creating its folder), applying pending migrations."""
+    target = Path(path)
+    if str(path) != ":memory:":
+        target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.IOException as exc:
+        raise FaultlineError(
+            f"cannot open the warehouse {path}: {exc}",
+            fix="another process may hold it open for writing; wait for it or use another "
+            "--db / FAULTLINE_DUCKDB_PATH",
+        ) from exc
+    if auto_migrate and not read_only:
+        migrate(conn)
+    return conn
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """Column names and rows of a read query."""
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+
+    def as_dicts(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row)) for row in self.rows]
+
+
+def run_query(conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> QueryResult:
+    """Run one SQL statement and fetch its result; SQL errors become user errors."""
+    try:
+        cursor = conn.execute(sql, params or [])
+        columns = [d[0] for d in cursor.description] if cursor.description else []
+        rows = cursor.fetchall() if columns else []
+    except duckdb.Error as exc:
+        raise FaultlineError(f"query failed: {exc}", fix="check the SQL; `faultline db tables` lists tables") from exc
+    return QueryResult(columns, rows)

@@ -1,0 +1,187 @@
+"""The ingest pipeline shared by tickets, logs and docs.
+
+For each file: read → skip if unchanged → prepare (kind-specific) → validate with the table's
+Great Expectations suite → write accepted rows, quarantine and ledger in one transaction.
+A file that fails is recorded in `run_failures` and the others go on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Literal
+
+import duckdb
+import pyarrow as pa
+
+from faultline.config import Settings
+from faultline.errors import FaultlineError
+from faultline.ingest import store
+from faultline.ingest.prepared import Prepared
+from faultline.ingest.reading import Reject, read_file
+from faultline.runs import finish_run, record_failure, start_run
+
+Kind = Literal["tickets", "logs", "docs"]
+KINDS: tuple[str, ...] = ("tickets", "logs", "docs")
+
+
+@dataclass
+class FileReport:
+    """What happened to one file."""
+
+    path: str
+    kind: str
+    status: str  # ingested | unchanged | failed
+    records_in: int = 0
+    accepted: int = 0
+    quarantined: int = 0
+    inserted: int = 0
+    updated: int = 0
+    messages: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class IngestReport:
+    """What one ingest run did, file by file."""
+
+    run_id: str
+    kind: str
+    files: list[FileReport]
+
+    def totals(self) -> dict[str, int]:
+        keys = ("records_in", "accepted", "quarantined", "inserted", "updated")
+        out = {k: sum(getattr(f, k) for f in self.files) for k in keys}
+        out["files"] = len(self.files)
+        out["failed_files"] = sum(f.status == "failed" for f in self.files)
+        out["unchanged_files"] = sum(f.status == "unchanged" for f in self.files)
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "kind": self.kind, "totals": self.totals(),
+                "files": [asdict(f) for f in self.files]}
+
+
+def expand_paths(kind: str, paths: Iterable[Path]) -> list[Path]:
+    """Files to ingest: files as given, folders searched recursively for the kind's file types."""
+    from faultline.ingest.doc_ingest import DOC_SUFFIXES
+    from faultline.ingest.ticket_sources import TICKET_SUFFIXES
+
+    suffixes = {"tickets": TICKET_SUFFIXES, "docs": DOC_SUFFIXES}.get(kind)
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            for child in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
+                bare = child.with_suffix("") if child.suffix == ".gz" else child
+                if suffixes is None or bare.suffix.lower() in suffixes:
+                    out.append(child)
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise FaultlineError(f"{path} does not exist", fix="check the path (folders are searched recursively)")
+    return out
+
+
+def _prepare(kind: str, raw, source_file: str, settings: Settings, options: dict[str, Any]) -> Prepared:
+    if kind == "tickets":
+        from faultline.ingest.ticket_ingest import prepare_tickets
+
+        return prepare_tickets(raw, source_file, settings, options.get("mapping_file"))
+    if kind == "logs":
+        from faultline.ingest.log_ingest import prepare_logs
+
+        return prepare_logs(raw, source_file, settings, log_format=options.get("log_format"),
+                            incident_id=options.get("incident_id"))
+    if kind == "docs":
+        from faultline.ingest.doc_ingest import prepare_docs
+
+        return prepare_docs(raw, source_file, settings)
+    raise FaultlineError(f"unknown ingest kind {kind!r}", fix=f"use one of {', '.join(KINDS)}")
+
+
+def _validate(prepared: Prepared, settings: Settings) -> tuple[pa.Table, list[Reject]]:
+    """Split candidates into accepted rows and GX rejections."""
+    from faultline.quality.suites import load_suite, validate_frame
+
+    suite = load_suite(prepared.table, settings)
+    cand = prepared.candidates
+    needed = sorted({e.kwargs.get("column") for e in suite.expectations if e.kwargs.get("column")})
+    if cand.num_rows == 0:
+        return cand.drop_columns([c for c in prepared.drop_columns if c in cand.column_names]), []
+    frame = cand.select([c for c in needed if c in cand.column_names]).to_pandas()
+    failures = validate_frame(frame, suite)
+    rejects: list[Reject] = []
+    if failures:
+        record_nos = cand.column(prepared.record_no_column)
+        raws = cand.column(prepared.raw_column)
+        for pos in sorted(failures):
+            specs = failures[pos]
+            rejects.append(Reject(
+                int(record_nos[pos].as_py() or 0), "; ".join(s.label for s in specs),
+                "; ".join(s.reason for s in specs), str(raws[pos].as_py()),
+            ))
+        keep = [True] * cand.num_rows
+        for pos in failures:
+            keep[pos] = False
+        cand = cand.filter(pa.array(keep))
+    return cand.drop_columns([c for c in prepared.drop_columns if c in cand.column_names]), rejects
+
+
+def ingest_file(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, path: Path, *,
+                run_id: str | None, force: bool = False, **options: Any) -> FileReport:
+    """Ingest one file; raises on unexpected errors (the caller records them)."""
+    source_file = str(path.resolve())
+    raw = read_file(path)
+    if not force and store.known_sha(conn, kind, source_file) == raw.sha256:
+        return FileReport(source_file, kind, "unchanged", messages=["unchanged since the last ingest; skipped"])
+    prepared = _prepare(kind, raw, source_file, settings, options)
+    accepted, gx_rejects = _validate(prepared, settings)
+    rejects = prepared.rejects + gx_rejects
+    if accepted.num_rows + len(rejects) != prepared.records_in:
+        raise RuntimeError(f"ingest lost records in {source_file}: {prepared.records_in} read, "
+                           f"{accepted.num_rows} accepted, {len(rejects)} quarantined")
+    conn.execute("BEGIN TRANSACTION")
+    try:
+        counts = prepared.writer(conn, accepted, source_file)
+        store.replace_quarantine(conn, target_table=prepared.table, source_file=source_file, rejects=rejects,
+                                 run_id=run_id)
+        store.record_file(conn, kind=kind, source_file=source_file, sha256=raw.sha256, size_bytes=raw.size_bytes,
+                          records_in=prepared.records_in, accepted=accepted.num_rows, quarantined=len(rejects),
+                          run_id=run_id)
+        conn.execute("COMMIT")
+    except Exception:
+        conn.execute("ROLLBACK")
+        raise
+    messages = list(prepared.messages)
+    if rejects:
+        checks = sorted({r.check for r in rejects})
+        messages.append(f"{len(rejects)} record(s) quarantined ({', '.join(checks)}); "
+                        "see: faultline db sql \"select * from quarantine\"")
+    return FileReport(source_file, kind, "ingested", prepared.records_in, accepted.num_rows, len(rejects),
+                      counts.get("inserted", 0), counts.get("updated", 0), messages)
+
+
+def ingest_paths(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, paths: Iterable[Path], *,
+                 force: bool = False, run_id: str | None = None, progress: bool = False,
+                 prefect_flow_run_id: str | None = None, **options: Any) -> IngestReport:
+    """Ingest files or folders of one kind as one run; one bad file never stops the others."""
+    if kind not in KINDS:
+        raise FaultlineError(f"unknown ingest kind {kind!r}", fix=f"use one of {', '.join(KINDS)}")
+    files = expand_paths(kind, list(paths))
+    run_id = start_run(conn, f"ingest_{kind}", settings=settings, run_id=run_id,
+                       prefect_flow_run_id=prefect_flow_run_id)
+    reports: list[FileReport] = []
+    from faultline.progress import track
+
+    for path in track(files, description=f"ingest {kind}", enabled=progress):
+        try:
+            reports.append(ingest_file(conn, settings, kind, path, run_id=run_id, force=force, **options))
+        except Exception as exc:  # a failed file is a row, the batch goes on
+            record_failure(conn, run_id=run_id, stage=f"ingest_{kind}", subject=str(path), exc=exc)
+            message = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
+            reports.append(FileReport(str(path.resolve()), kind, "failed", error=message))
+    report = IngestReport(run_id, kind, reports)
+    failed = report.totals()["failed_files"]
+    status = "completed" if not failed else ("failed" if failed == len(reports) else "completed_with_failures")
+    finish_run(conn, run_id, status=status, stats=report.totals())
+    return report

@@ -1,0 +1,294 @@
+"""Keeping the LanceDB search indexes in step with the DuckDB warehouse.
+
+One Lance table per kind: ``tickets`` (from the ``tickets`` table) and ``doc_chunks`` (from
+``doc_chunks``), each with an ``id`` column, the searchable ``text`` (native FTS index), a
+short ``snippet``, the scalar columns used in filters and a ``vector`` column.
+
+A sync is incremental. Every row carries two hashes: ``source_hash`` (the warehouse row as
+indexed) and ``embed_hash`` (model name + the exact text embedded). Only rows whose
+``embed_hash`` is new are embedded; rows whose other columns changed are rewritten with their
+stored vector; rows gone from the warehouse are deleted. Nothing changed means nothing written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+    from faultline.config import Settings
+    from faultline.retrieval.embed import Embedder
+
+Kind = Literal["tickets", "docs"]
+TABLE_NAMES: dict[str, str] = {"tickets": "tickets", "docs": "doc_chunks"}
+_DELETE_CHUNK = 500
+# MiniLM reads 256 word pieces; ~4 characters per piece in this prose-plus-code mix, so a
+# longer embedding text would only be cut by the tokenizer (and lose its tail).
+EMBED_CHARS = 1000
+FTS_CHARS = 32_000  # huge pasted logs add little to BM25 and bloat the index
+SNIPPET_CHARS = 200
+
+_MARKUP = re.compile(r"\{(?:code|noformat|quote|panel|color)(?::[^}]*)?\}|\[~[^\]]*\]", re.I)
+_FRAME = re.compile(r"^\s*(?:at\s+[\w$.<>]+\(.*\)|\.\.\. \d+ more)\s*$")
+_SPACE = re.compile(r"\s+")
+
+_SOURCE_SQL: dict[str, str] = {
+    "tickets": """
+        SELECT ticket_id, title, description, environment, components, status, resolution,
+               created_at, resolved_at, content_hash
+        FROM tickets ORDER BY ticket_id""",
+    "docs": "SELECT chunk_id, doc_id, title, text FROM doc_chunks ORDER BY chunk_id",
+}
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    """Outcome of one sync: rows now indexed, rows embedded, rows deleted, wall seconds."""
+
+    kind: str
+    rows_total: int
+    embedded: int
+    removed: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class DocumentTexts:
+    """The three texts kept per row: searched (FTS), embedded, and shown."""
+
+    text: str
+    embed: str
+    snippet: str
+
+
+def clean_markup(text: str | None, *, max_frames: int | None = None) -> str:
+    """Drop JIRA markers (``{code}``, ``{noformat}``, ``[~user]`` ...) and squeeze whitespace.
+
+    With ``max_frames``, only the first ``max_frames`` lines of each Java stack-trace run
+    (``at pkg.Class.method(File.java:1)``) are kept.
+    """
+    if not text:
+        return ""
+    text = _MARKUP.sub(" ", text)
+    if max_frames is not None:
+        kept: list[str] = []
+        run = 0
+        for line in text.splitlines():
+            run = run + 1 if _FRAME.match(line) else 0
+            if run <= max_frames:
+                kept.append(line)
+        text = "\n".join(kept)
+    return _SPACE.sub(" ", text).strip()
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, at a word boundary when one is near."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    space = head.rfind(" ")
+    return head[:space] if space > limit * 0.8 else head
+
+
+def _snippet(text: str) -> str:
+    cut = _cut(text, SNIPPET_CHARS)
+    return cut if cut == text else cut + "…"
+
+
+def ticket_texts(title: str | None, description: str | None, environment: str | None,
+                 components: list[str] | None = None) -> DocumentTexts:
+    """Texts for a ticket: title, description, environment and components.
+
+    The embedded text keeps the title whole, a short environment and the component list, and
+    gives the description what is left of ``EMBED_CHARS`` (long stack traces shortened first).
+    The same function builds query texts (without components), so both sides match.
+    """
+    title = clean_markup(title)
+    comps = ", ".join(c for c in (components or []) if c)
+    tail = " ".join(p for p in (_cut(clean_markup(environment), 200),
+                                f"Components: {comps}." if comps else "") if p)
+    body = clean_markup(description, max_frames=3)
+    room = max(EMBED_CHARS - len(title) - len(tail) - 2, 0)
+    embed = " ".join(p for p in (title, _cut(body, room), tail) if p)
+    full = " ".join(p for p in (title, clean_markup(description), clean_markup(environment),
+                                f"Components: {comps}." if comps else "") if p)
+    return DocumentTexts(_cut(full, FTS_CHARS), _cut(embed, EMBED_CHARS), _snippet(body or title))
+
+
+def doc_texts(title: str | None, body: str | None) -> DocumentTexts:
+    """Texts for a doc chunk: its section path (title) followed by the chunk text."""
+    title = clean_markup(title)
+    text = clean_markup(body)
+    full = f"{title}: {text}" if title and text else title or text
+    return DocumentTexts(_cut(full, FTS_CHARS), _cut(full, EMBED_CHARS), _snippet(text or title))
+
+
+def _sha(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x1f")
+    return digest.hexdigest()[:32]
+
+
+def _utc(value: Any) -> Any:
+    from datetime import timezone
+
+    if value is None:
+        return None
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+def _read_source(conn: duckdb.DuckDBPyConnection, kind: Kind, model: str) -> list[dict[str, Any]]:
+    """Warehouse rows as Lance rows (without vectors), with both hashes filled in."""
+    rows: list[dict[str, Any]] = []
+    for rec in conn.execute(_SOURCE_SQL[kind]).fetchall():
+        if kind == "tickets":
+            tid, title, desc, env, comps, status, resolution, created, resolved, chash = rec
+            texts = ticket_texts(title, desc, env, comps)
+            row = {"id": tid, "title": title, "status": status, "resolution": resolution,
+                   "components": list(comps or []), "created_at": _utc(created),
+                   "resolved_at": _utc(resolved)}
+            source = _sha(chash or "", texts.text, str(row))
+        else:
+            cid, doc_id, title, body = rec
+            texts = doc_texts(title, body)
+            row = {"id": cid, "doc_id": doc_id, "title": title}
+            source = _sha(doc_id, title, body)
+        row.update(text=texts.text, snippet=texts.snippet, source_hash=source,
+                   embed_hash=_sha(model, texts.embed), _embed=texts.embed)
+        rows.append(row)
+    return rows
+
+
+def _schema(kind: Kind, dim: int) -> pa.Schema:
+    import pyarrow as pa
+
+    ts = pa.timestamp("us", tz="UTC")
+    fields = [pa.field("id", pa.string(), nullable=False), pa.field("title", pa.string()),
+              pa.field("text", pa.string()), pa.field("snippet", pa.string())]
+    if kind == "tickets":
+        fields += [pa.field("status", pa.string()), pa.field("resolution", pa.string()),
+                   pa.field("components", pa.list_(pa.string())), pa.field("created_at", ts),
+                   pa.field("resolved_at", ts)]
+    else:
+        fields.append(pa.field("doc_id", pa.string()))
+    fields += [pa.field("source_hash", pa.string()), pa.field("embed_hash", pa.string()),
+               pa.field("vector", pa.list_(pa.float32(), dim))]
+    return pa.schema(fields)
+
+
+def _to_arrow(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    import pyarrow as pa
+
+    columns = {f.name: [r[f.name] for r in rows] for f in schema}
+    return pa.Table.from_pydict(columns, schema=schema)
+
+
+def _same_layout(actual: pa.Schema, expected: pa.Schema) -> bool:
+    return [(f.name, f.type) for f in actual] == [(f.name, f.type) for f in expected]
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _embed_rows(rows: list[dict[str, Any]], embedder: Embedder, batch: int, progress: bool, label: str) -> None:
+    """Fill ``vector`` on ``rows`` in place, batch by batch, optionally with a progress bar."""
+    from contextlib import nullcontext
+
+    bar: Any = nullcontext()
+    if progress and rows:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+    with bar as live:
+        task = live.add_task(f"embedding {label}", total=len(rows)) if live is not None else None
+        for start in range(0, len(rows), batch):
+            chunk = rows[start:start + batch]
+            vectors = embedder.embed([r["_embed"] for r in chunk])
+            for row, vec in zip(chunk, vectors):
+                row["vector"] = vec.tolist()
+            if live is not None:
+                live.advance(task, len(chunk))
+
+
+def open_lancedb(settings: Settings) -> Any:
+    """Connect to the LanceDB folder of ``settings`` (created on first write)."""
+    import lancedb
+
+    return lancedb.connect(str(settings.lancedb_dir))
+
+
+def sync_index(
+    conn: duckdb.DuckDBPyConnection,
+    settings: Settings,
+    kind: Kind,
+    embedder: Embedder,
+    progress: bool = False,
+) -> IndexStats:
+    """Bring the Lance table for ``kind`` in line with the warehouse; see the module docstring.
+
+    The native FTS index on ``text`` is rebuilt whenever rows changed (or it is missing).
+    A warehouse table with no rows drops the Lance table, so searches then say to ingest.
+    """
+    from lancedb.index import FTS
+
+    started = time.perf_counter()
+    name = TABLE_NAMES[kind]
+    rows = _read_source(conn, kind, embedder.model_name)
+    db = open_lancedb(settings)
+    table = db.open_table(name) if name in db.list_tables().tables else None
+
+    if not rows:
+        removed = table.count_rows() if table is not None else 0
+        if table is not None:
+            db.drop_table(name)
+        return IndexStats(kind, 0, 0, removed, time.perf_counter() - started)
+
+    schema = _schema(kind, embedder.dim)
+    if table is not None and not _same_layout(table.schema, schema):
+        db.drop_table(name)  # model dimension or column layout changed: rebuild from scratch
+        table = None
+
+    stored: dict[str, tuple[str, str]] = {}
+    if table is not None:
+        have = table.search(None).select(["id", "source_hash", "embed_hash"]).limit(None).to_arrow()
+        stored = dict(zip(have["id"].to_pylist(), zip(have["source_hash"].to_pylist(),
+                                                      have["embed_hash"].to_pylist())))
+    to_embed = [r for r in rows if stored.get(r["id"], ("", ""))[1] != r["embed_hash"]]
+    reuse = [r for r in rows if r["id"] in stored and stored[r["id"]][1] == r["embed_hash"]
+             and stored[r["id"]][0] != r["source_hash"]]
+    gone = sorted(set(stored) - {r["id"] for r in rows})
+
+    _embed_rows(to_embed, embedder, settings.embedding_batch_size, progress, name)
+    if reuse and table is not None:
+        ids = ", ".join(_quote(r["id"]) for r in reuse)
+        old = table.search(None).where(f"id IN ({ids})").select(["id", "vector"]).limit(None).to_arrow()
+        vectors = dict(zip(old["id"].to_pylist(), old["vector"].to_pylist()))
+        for row in reuse:
+            row["vector"] = vectors[row["id"]]
+
+    changed = to_embed + reuse
+    if table is None:
+        table = db.create_table(name, _to_arrow(rows, schema))
+    else:
+        if changed:
+            (table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+             .execute(_to_arrow(changed, schema)))
+        for start in range(0, len(gone), _DELETE_CHUNK):
+            table.delete("id IN (" + ", ".join(_quote(i) for i in gone[start:start + _DELETE_CHUNK]) + ")")
+    has_fts = any(ix.index_type == "FTS" for ix in table.list_indices())
+    if changed or gone or not has_fts:
+        table.create_index("text", config=FTS(), replace=True)
+        if stored:
+            table.optimize()
+    return IndexStats(kind, len(rows), len(to_embed), len(gone), time.perf_counter() - started)

@@ -1,0 +1,176 @@
+"""Searching the ticket and doc-chunk indexes: vector, full-text, or both fused.
+
+Filters (``where``) are SQL predicates evaluated by Lance (DataFusion dialect) *before* the
+search picks its candidates, so ``k`` hits come back whenever ``k`` rows pass the filter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from faultline.errors import FaultlineError
+from faultline.retrieval.index import EMBED_CHARS, TABLE_NAMES, Kind, _cut, clean_markup, open_lancedb
+
+if TYPE_CHECKING:
+    from faultline.config import Settings
+    from faultline.retrieval.embed import Embedder
+
+Mode = Literal["vector", "text", "hybrid"]
+Fusion = Literal["rrf", "score"]
+MODES: tuple[str, ...] = ("vector", "text", "hybrid")
+RRF_K = 60  # the constant of Cormack, Clarke & Buettcher (SIGIR 2009); not tuned here
+FUSION_DEPTH = 50  # candidates taken from each ranking before fusing
+QUERY_FTS_CHARS = 4000  # longer queries only add rare terms and slow BM25 down
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result. ``score`` is higher-is-better in every mode (see ``search``)."""
+
+    rank: int
+    id: str
+    title: str
+    score: float
+    vector_score: float | None
+    text_score: float | None
+    snippet: str
+    created_at: datetime | None
+
+
+def _open_table(settings: Settings, kind: Kind) -> Any:
+    name = TABLE_NAMES[kind]
+    fix = (f"run `faultline ingest {kind} FILE...` to load {kind} into the warehouse, "
+           "then `faultline index` to build the search index")
+    db = open_lancedb(settings) if settings.lancedb_dir.is_dir() else None
+    if db is None or name not in db.list_tables().tables:
+        raise FaultlineError(f"there is no {kind} search index in {settings.lancedb_dir}", fix=fix)
+    table = db.open_table(name)
+    if table.count_rows() == 0:
+        raise FaultlineError(f"the {kind} search index in {settings.lancedb_dir} is empty", fix=fix)
+    return table
+
+
+def _run(builder: Any, where: str | None, limit: int, columns: list[str]) -> list[dict[str, Any]]:
+    if where:
+        builder = builder.where(where, prefilter=True)
+    try:
+        return builder.limit(limit).select(columns).to_arrow().to_pylist()
+    except ValueError as exc:
+        if where:
+            raise FaultlineError(
+                f"the search filter {where!r} was rejected: {exc}",
+                fix="write a SQL predicate over the index columns, e.g. "
+                "\"status = 'Closed' AND created_at < timestamp '2012-01-01 00:00:00'\"",
+            ) from exc
+        raise
+
+
+def _fuse_rrf(vec: list[dict], txt: list[dict], w: float) -> dict[str, float]:
+    """Weighted reciprocal-rank fusion, scaled so that first place in both lists scores 1.0."""
+    fused: dict[str, float] = {}
+    for weight, hits in ((w, vec), (1.0 - w, txt)):
+        for rank, hit in enumerate(hits, start=1):
+            fused[hit["id"]] = fused.get(hit["id"], 0.0) + weight * (RRF_K + 1) / (RRF_K + rank)
+    return fused
+
+
+def _fuse_scores(vec: list[dict], txt: list[dict], w: float) -> dict[str, float]:
+    """Weighted sum of min-max normalised scores over each list's candidates (absent = 0)."""
+    fused: dict[str, float] = {}
+    for weight, hits, key in ((w, vec, "_vscore"), (1.0 - w, txt, "_score")):
+        if not hits:
+            continue
+        values = [h[key] for h in hits]
+        low, span = min(values), (max(values) - min(values)) or 1.0
+        for hit in hits:
+            fused[hit["id"]] = fused.get(hit["id"], 0.0) + weight * (hit[key] - low) / span
+    return fused
+
+
+def search(
+    settings: Settings,
+    kind: Kind,
+    query: str,
+    *,
+    k: int,
+    mode: Mode = "hybrid",
+    where: str | None = None,
+    embedder: Embedder | None = None,
+    fusion: Fusion = "rrf",
+) -> list[Hit]:
+    """Return the ``k`` best ``kind`` rows for ``query``, best first.
+
+    Scores (higher is better in every mode):
+
+    * ``vector``: cosine similarity between the query and row embeddings, in [-1, 1]
+      (``1 - cosine distance``; MiniLM vectors are L2-normalised). Exact (flat) search.
+    * ``text``: BM25 score of Lance's native full-text index on the row text (English
+      stemming and stop words; query terms ORed). Unbounded; comparable within one query only.
+    * ``hybrid``: both rankings (``FUSION_DEPTH`` candidates each) fused. The default
+      ``fusion="rrf"`` is weighted reciprocal-rank fusion,
+      ``w/(60+rank_v) + (1-w)/(60+rank_t)`` scaled by 61, so 1.0 means first in both and a
+      list a row is missing from adds 0; ``w`` is ``settings.hybrid_vector_weight``.
+      ``fusion="score"`` instead sums min-max normalised scores with the same weights (in
+      [0, 1]). ``vector_score`` / ``text_score`` hold the per-mode scores of the row when it
+      was among that mode's candidates, else None.
+
+    ``where`` is a SQL predicate applied as a prefilter to every sub-search. Columns: ``id``,
+    ``title``, ``text``; tickets also have ``status``, ``resolution``, ``components``
+    (list), ``created_at`` and ``resolved_at`` (UTC timestamps); doc chunks have ``doc_id``.
+    Timestamp literals need the ``timestamp`` keyword; a literal without an offset is UTC:
+    ``created_at < timestamp '2012-01-01 00:00:00'`` (fractions and ``+01:00`` offsets are
+    accepted); a bare string such as ``created_at < '2012-01-01'`` is rejected by Lance.
+    Strings use single quotes: ``status = 'Closed' AND id != 'ZOOKEEPER-1'``.
+
+    Raises ``FaultlineError`` when the index is missing or empty, or the filter is invalid.
+    """
+    if mode not in MODES:
+        raise FaultlineError(f"unknown search mode {mode!r}", fix="use vector, text or hybrid")
+    if kind not in TABLE_NAMES:
+        raise FaultlineError(f"unknown index {kind!r}", fix="use tickets or docs")
+    if k < 1:
+        raise FaultlineError(f"k must be at least 1, got {k}", fix="pass --k 1 or more")
+    table = _open_table(settings, kind)
+    columns = ["id", "title", "snippet"] + (["created_at"] if kind == "tickets" else [])
+    depth = k if mode != "hybrid" else max(FUSION_DEPTH, k)
+
+    vec: list[dict[str, Any]] = []
+    txt: list[dict[str, Any]] = []
+    if mode in ("vector", "hybrid"):
+        if embedder is None:
+            from faultline.retrieval.embed import Embedder
+
+            embedder = Embedder(settings)
+        qvec = embedder.embed([_cut(clean_markup(query, max_frames=3), EMBED_CHARS)])[0]
+        builder = table.search(qvec, query_type="vector", vector_column_name="vector").distance_type("cosine")
+        vec = _run(builder, where, depth, columns + ["_distance"])
+        for hit in vec:
+            hit["_vscore"] = 1.0 - float(hit["_distance"])
+    if mode in ("text", "hybrid"):
+        terms = _cut(clean_markup(query), QUERY_FTS_CHARS)
+        if terms:
+            builder = table.search(terms, query_type="fts", fts_columns="text")
+            txt = _run(builder, where, depth, columns + ["_score"])
+
+    rows = {h["id"]: h for h in txt}
+    rows.update({h["id"]: {**rows.get(h["id"], {}), **h} for h in vec})
+    if mode == "vector":
+        fused = {h["id"]: h["_vscore"] for h in vec}
+    elif mode == "text":
+        fused = {h["id"]: float(h["_score"]) for h in txt}
+    else:
+        fuse = _fuse_rrf if fusion == "rrf" else _fuse_scores
+        fused = fuse(vec, txt, settings.hybrid_vector_weight)
+    order = sorted(fused, key=lambda i: (-fused[i], i))[:k]
+    hits: list[Hit] = []
+    for rank, row_id in enumerate(order, start=1):
+        row = rows[row_id]
+        hits.append(Hit(
+            rank=rank, id=row_id, title=row["title"] or "", score=float(fused[row_id]),
+            vector_score=row.get("_vscore"),
+            text_score=float(row["_score"]) if row.get("_score") is not None else None,
+            snippet=row["snippet"] or "", created_at=row.get("created_at"),
+        ))
+    return hits

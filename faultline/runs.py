@@ -1,0 +1,42 @@
+"""The `runs` and `run_failures` tables: every run is a row, and so is every failure in it."""
+
+from __future__ import annotations
+
+import json
+import traceback
+import uuid
+from typing import Any
+
+import duckdb
+
+
+def start_run(conn: duckdb.DuckDBPyConnection, kind: str, *, settings: Any = None,
+              prefect_flow_run_id: str | None = None, run_id: str | None = None) -> str:
+    """Insert a `running` run row and return its id."""
+    run_id = run_id or str(uuid.uuid4())
+    payload = settings.model_dump_json() if hasattr(settings, "model_dump_json") else json.dumps(settings, default=str)
+    conn.execute(
+        "INSERT INTO runs (run_id, kind, started_at, status, prefect_flow_run_id, settings) "
+        "VALUES (?, ?, now(), 'running', ?, ?)",
+        [run_id, kind, prefect_flow_run_id, payload],
+    )
+    return run_id
+
+
+def finish_run(conn: duckdb.DuckDBPyConnection, run_id: str, *, status: str, stats: dict[str, Any] | None = None,
+               error: str | None = None) -> None:
+    """Close the run with its final status and counts."""
+    conn.execute(
+        "UPDATE runs SET finished_at = now(), status = ?, stats = ?, error = ? WHERE run_id = ?",
+        [status, json.dumps(stats or {}, default=str), error, run_id],
+    )
+
+
+def record_failure(conn: duckdb.DuckDBPyConnection, *, run_id: str | None, stage: str, subject: str | None,
+                   exc: BaseException) -> None:
+    """Store one failure (of an incident or an input file) as a row; the batch goes on."""
+    conn.execute(
+        "INSERT INTO run_failures VALUES (?, ?, ?, ?, ?, ?, ?, now())",
+        [str(uuid.uuid4()), run_id, subject, stage, type(exc).__name__, str(exc),
+         "".join(traceback.format_exception(exc))],
+    )
