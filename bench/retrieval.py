@@ -45,7 +45,10 @@ def _load_tickets(conn: Any, settings: Any, path: Path) -> str:
         from faultline.ingest.api import ingest_paths
     except ImportError:
         return _insert_jsonl(conn, path)
-    ingest_paths(conn, settings, kind="tickets", paths=[path])
+    report = ingest_paths(conn, settings, kind="tickets", paths=[path])
+    errors = [f.error for f in report.files if f.status == "failed"]
+    if errors or report.totals()["accepted"] == 0:
+        raise SystemExit(f"ingest of {path} failed: {'; '.join(e or '' for e in errors) or 'no rows accepted'}")
     return "faultline.ingest.api.ingest_paths"
 
 

@@ -31,8 +31,15 @@ def _root(
     ctx.obj = load_settings(config, duckdb_path=db, lancedb_dir=lancedb)
 
 
+_registered: list[bool] = []
+
+
 def _register() -> None:
+    if _registered:
+        return
     from faultline.cli import db, ingest, run, search
+
+    _registered.append(True)
 
     app.add_typer(db.app, name="db")
     app.add_typer(ingest.app, name="ingest")

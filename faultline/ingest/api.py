@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Callable, Iterable, Literal
 
 import duckdb
 import pyarrow as pa
@@ -161,10 +161,25 @@ def ingest_file(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, 
                       counts.get("inserted", 0), counts.get("updated", 0), messages)
 
 
+def ingest_one(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, path: Path, *,
+               run_id: str | None, force: bool = False, **options: Any) -> FileReport:
+    """`ingest_file`, with any failure recorded in `run_failures` and returned as a failed report."""
+    try:
+        return ingest_file(conn, settings, kind, path, run_id=run_id, force=force, **options)
+    except Exception as exc:  # a failed file is a row, the batch goes on
+        record_failure(conn, run_id=run_id, stage=f"ingest_{kind}", subject=str(path), exc=exc)
+        message = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
+        return FileReport(str(path.resolve()), kind, "failed", error=message)
+
+
 def ingest_paths(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, paths: Iterable[Path], *,
                  force: bool = False, run_id: str | None = None, progress: bool = False,
-                 prefect_flow_run_id: str | None = None, **options: Any) -> IngestReport:
-    """Ingest files or folders of one kind as one run; one bad file never stops the others."""
+                 prefect_flow_run_id: str | None = None, per_file: Callable[..., FileReport] | None = None,
+                 **options: Any) -> IngestReport:
+    """Ingest files or folders of one kind as one run; one bad file never stops the others.
+
+    ``per_file`` replaces `ingest_one` (the Prefect flow passes it wrapped as a task).
+    """
     if kind not in KINDS:
         raise FaultlineError(f"unknown ingest kind {kind!r}", fix=f"use one of {', '.join(KINDS)}")
     files = expand_paths(kind, list(paths))
@@ -173,13 +188,9 @@ def ingest_paths(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str,
     reports: list[FileReport] = []
     from faultline.progress import track
 
+    one = per_file or ingest_one
     for path in track(files, description=f"ingest {kind}", enabled=progress):
-        try:
-            reports.append(ingest_file(conn, settings, kind, path, run_id=run_id, force=force, **options))
-        except Exception as exc:  # a failed file is a row, the batch goes on
-            record_failure(conn, run_id=run_id, stage=f"ingest_{kind}", subject=str(path), exc=exc)
-            message = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
-            reports.append(FileReport(str(path.resolve()), kind, "failed", error=message))
+        reports.append(one(conn, settings, kind, path, run_id=run_id, force=force, **options))
     report = IngestReport(run_id, kind, reports)
     failed = report.totals()["failed_files"]
     status = "completed" if not failed else ("failed" if failed == len(reports) else "completed_with_failures")

@@ -13,7 +13,7 @@ from faultline.ingest.docformats.common import Line, Section, SectionBuilder, de
 
 _ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1+\s*$")
 _EXPLICIT = re.compile(r"^(\s*)\.\.(?:\s+(.*))?$")
-_DIRECTIVE = re.compile(r"^([\w:.+-]+)::(?:\s+(.*))?$")
+_DIRECTIVE = re.compile(r"^([\w:.+-]+) ?::(?:\s+(.*))?$")
 _SUBST_DEF = re.compile(r"^\|([^|]+)\|\s+([\w-]+)::\s*(.*)$")
 _FOOTNOTE = re.compile(r"^\[([^\]]+)\]\s+(.*)$")
 _OPTION_FIELD = re.compile(r"^\s+:[\w-]+:(\s.*)?$")
@@ -179,7 +179,9 @@ class _Renderer:
 
     def _text_line(self, i: int) -> int:
         line = self.lines[i]
-        row = _TABLE_ROW.match(line)
+        above = self.lines[i - 1].strip() if i else ""
+        in_grid = above[:1] in ("+", "|") and above[-1:] in ("+", "|")
+        row = _TABLE_ROW.match(line) if in_grid else None
         if row:  # grid-table row: keep the cells' words, drop the rules
             cells = [_reduce_inline(c.strip(), self.subs) for c in row.group(1).split("|")]
             text = " | ".join(c for c in cells if c)
@@ -206,7 +208,12 @@ class _Renderer:
         """Handle an explicit-markup block (``..`` line); return the index to continue from."""
         end = self._block_end(i, indent)
         if rest.startswith("_") or _SUBST_DEF.match(rest):
-            return end  # hyperlink targets and substitution definitions
+            # Targets and substitution definitions only continue up to the next blank line: an
+            # indented paragraph after that is content (FRR indents clicmd bodies after labels).
+            j = i + 1
+            while j < end and self.lines[j].strip():
+                j += 1
+            return j
         if note := _FOOTNOTE.match(rest):
             self.out.add(i + 1, f"[{note.group(1)}] {_reduce_inline(note.group(2), self.subs)}")
             return i + 1  # its indented body is ordinary text

@@ -1,0 +1,90 @@
+"""`faultline ingest tickets|logs|docs PATH...`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from faultline.cli.output import print_json, print_table
+
+app = typer.Typer(help="Load tickets, logs and docs into the warehouse (validated; rejects quarantined).",
+                  no_args_is_help=True)
+
+_PATHS = typer.Argument(..., help="Files or folders (searched recursively).")
+_FORCE = typer.Option(False, "--force", help="Re-process files even when unchanged since the last ingest.")
+_JSON = typer.Option(False, "--json", help="Print the report as JSON.")
+_FLOW = typer.Option(False, "--flow", help="Run as a Prefect flow (ephemeral API unless PREFECT_API_URL is set).")
+
+
+def _run(ctx: typer.Context, kind: str, paths: list[Path], force: bool, as_json: bool, use_flow: bool,
+         **options: object) -> None:
+    settings = ctx.obj
+    if use_flow:
+        from flows.ingest import ingest_flow
+
+        report_dict = ingest_flow(kind=kind, paths=[str(p) for p in paths], settings=settings, force=force,
+                                  **options)
+    else:
+        from faultline import db
+        from faultline.ingest.api import ingest_paths
+
+        conn = db.connect(settings.duckdb_path)
+        report_dict = ingest_paths(conn, settings, kind, paths, force=force,
+                                   progress=settings.progress and not as_json, **options).as_dict()
+    if as_json:
+        print_json(report_dict)
+    else:
+        print_report(report_dict)
+    if report_dict["totals"]["failed_files"]:
+        raise typer.Exit(1)
+
+
+def print_report(report: dict) -> None:
+    """Per-file table, messages, and totals."""
+    rows = [(f["path"], f["status"], f["records_in"], f["accepted"], f["quarantined"], f["inserted"], f["updated"])
+            for f in report["files"]]
+    print_table(["file", "status", "in", "accepted", "quarantined", "new", "updated"], rows,
+                title=f"ingest {report['kind']} — run {report['run_id']}")
+    for f in report["files"]:
+        for note in f["messages"] + ([f"error: {f['error']}"] if f["error"] else []):
+            typer.echo(f"  {Path(f['path']).name}: {note}")
+    t = report["totals"]
+    typer.echo(f"{t['files']} file(s): {t['records_in']} records in, {t['accepted']} accepted, "
+               f"{t['quarantined']} quarantined, {t['failed_files']} failed, {t['unchanged_files']} unchanged")
+
+
+@app.command("tickets")
+def tickets_command(
+    ctx: typer.Context,
+    paths: list[Path] = _PATHS,
+    mapping: Optional[Path] = typer.Option(None, "--mapping", help="YAML field mapping; detected when omitted."),
+    force: bool = _FORCE, as_json: bool = _JSON, use_flow: bool = _FLOW,
+) -> None:
+    """Tickets from JSONL, JSON, CSV or Parquet exports (JIRA-style layouts need no mapping)."""
+    _run(ctx, "tickets", paths, force, as_json, use_flow, mapping_file=mapping)
+
+
+@app.command("logs")
+def logs_command(
+    ctx: typer.Context,
+    paths: list[Path] = _PATHS,
+    log_format: Optional[str] = typer.Option(
+        None, "--log-format", help="Format name, or a template like '<Date> <Time> <Level> <Content>'; "
+        "detected per file when omitted."),
+    incident: Optional[str] = typer.Option(None, "--incident", help="Incident id these logs belong to."),
+    force: bool = _FORCE, as_json: bool = _JSON, use_flow: bool = _FLOW,
+) -> None:
+    """Log files (syslog, FRR, IOS-XR, nginx, dnsmasq, Loghub formats; .gz read directly)."""
+    _run(ctx, "logs", paths, force, as_json, use_flow, log_format=log_format, incident_id=incident)
+
+
+@app.command("docs")
+def docs_command(
+    ctx: typer.Context,
+    paths: list[Path] = _PATHS,
+    force: bool = _FORCE, as_json: bool = _JSON, use_flow: bool = _FLOW,
+) -> None:
+    """Documentation (rst, markdown, text, html, jsonl catalogues), chunked by section."""
+    _run(ctx, "docs", paths, force, as_json, use_flow)

@@ -1,0 +1,43 @@
+"""`faultline run`: the main job, as a Prefect flow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from faultline.cli.output import print_json
+
+
+def run_command(
+    ctx: typer.Context,
+    corpus: Optional[Path] = typer.Option(None, "--corpus", help="Folder with tickets/, logs/, docs/ "
+                                          "(default: the sample the project ships)."),
+    k: int = typer.Option(3, "--k", help="Similar tickets and doc sections per open ticket."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Run the main job: ingest the corpus, refresh search indexes, gather evidence for open tickets."""
+    from faultline.resources import sample_dir
+    from flows.main import main_flow
+
+    folder = corpus or sample_dir()
+    result = main_flow(corpus=str(folder), settings=ctx.obj, k=k)
+    if as_json:
+        print_json(result)
+        return
+    typer.echo(f"run {result['run_id']} (Prefect flow run {result['prefect_flow_run_id']})")
+    for kind, totals in result["ingest"].items():
+        typer.echo(f"  ingest {kind}: {totals['files']} file(s), {totals['accepted']} accepted, "
+                   f"{totals['quarantined']} quarantined, {totals['failed_files']} failed")
+    for kind, stats in result["index"].items():
+        typer.echo(f"  index {kind}: {stats['rows_total']} rows, {stats['embedded']} embedded")
+    typer.echo(f"  open tickets: {result['open_tickets']}")
+    for item in result["evidence"]:
+        t = item["ticket"]
+        typer.echo(f"\n{t['ticket_id']}  {t['title']}")
+        for hit in item["similar"]:
+            typer.echo(f"  similar  {hit['score']:.3f}  {hit['id']}  {hit['title']}")
+        for hit in item["docs"]:
+            typer.echo(f"  doc      {hit['score']:.3f}  {hit['title']}")
+    typer.echo(f"\nwarehouse: {ctx.obj.duckdb_path}  (try: faultline db sql \"select * from runs\")")

@@ -1,0 +1,101 @@
+"""Turn a logparser-style header template into a regex with Faultline's group names.
+
+A template such as `<Date> <Time> <Pid> <Level> <Component>: <Content>` names fields in angle
+brackets; the text between them is a regex as written (Loghub writes `\\[<Process>\\]`), with
+runs of spaces matching any whitespace.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+_FIELD = re.compile(r"<([A-Za-z_][A-Za-z0-9_]*)>")
+
+# Output column -> template names that may fill it, best first. Names compare case-insensitively.
+_TARGETS: dict[str, tuple[str, ...]] = {
+    "severity": ("level", "severity", "loglevel", "priority"),
+    "component": ("component", "logger", "service", "program", "process", "tag", "app"),
+    "pid": ("pid", "processid", "thread", "threadid", "tid"),
+    "host": ("host", "hostname", "node", "user"),
+    "message": ("content", "message", "msg"),
+}
+_TIMESTAMP_NAMES = frozenset(
+    {"date", "time", "day", "month", "year", "timestamp", "datetime", "hour", "clock"}
+)
+
+
+def _assign_names(fields: list[str]) -> list[str]:
+    """Regex group name for each template field, in template order."""
+    lowered = [f.lower() for f in fields]
+    names = [""] * len(fields)
+    for target, candidates in _TARGETS.items():
+        for candidate in candidates:
+            if candidate in lowered:
+                i = lowered.index(candidate)
+                if not names[i]:
+                    names[i] = target
+                    break
+    for i, field in enumerate(fields):
+        if names[i]:
+            continue
+        if lowered[i] in _TIMESTAMP_NAMES:
+            names[i] = f"ts_{i}_{lowered[i]}"
+        else:
+            names[i] = f"x_{i}_{lowered[i]}"
+    return names
+
+
+def _literal(text: str, *, escape: bool) -> str:
+    pieces = re.split(r" +", text)
+    if escape:
+        pieces = [re.escape(p) for p in pieces]
+    return r"\s+".join(pieces)
+
+
+def _build(template: str, *, escape: bool) -> str:
+    parts = _FIELD.split(template)
+    literals, fields = parts[0::2], parts[1::2]
+    names = _assign_names(fields)
+    out = [r"^\s*", _literal(literals[0], escape=escape)]
+    for i, name in enumerate(names):
+        after = literals[i + 1]
+        if name == "message":
+            body = ".*"
+        elif after == "" and i == len(names) - 1:
+            body = ".*"
+        elif after[:1] in ("", " "):
+            body = r"\S+"
+        else:
+            # the field ends at a delimiter that is not a space: it may itself contain spaces
+            body = ".*?"
+        out.append(f"(?P<{name}>{body})")
+        out.append(_literal(after, escape=escape))
+    out.append("$")
+    return "".join(out)
+
+
+def _compiles(pattern: str) -> bool:
+    try:
+        pl.Series([""], dtype=pl.Utf8).str.extract_groups(pattern)
+    except Exception:  # polars raises ComputeError for invalid regexes
+        return False
+    return True
+
+
+def template_regex(template: str) -> str:
+    """Regex for a header template; fields map to ts_*/host/severity/component/pid/message.
+
+    Literal text is used as a regex (the Loghub convention); if that does not compile (say an
+    unescaped `[`), it is escaped instead. Raises ValueError when the template has no fields.
+    """
+    if not _FIELD.search(template):
+        raise ValueError(f"template {template!r} has no <Field> placeholders")
+    pattern = _build(template, escape=False)
+    if _compiles(pattern):
+        return pattern
+    pattern = _build(template, escape=True)
+    if not _compiles(pattern):
+        raise ValueError(f"template {template!r} does not give a valid regex")
+    return pattern
