@@ -66,12 +66,19 @@ def prepare_docs(raw: RawFile, source_file: str, settings: Settings) -> Prepared
     doc_id = f"{path.parent.name}/{path.name}" if path.parent.name else path.name
     chunks, rejects = chunk_with_rejects(text, fmt, path.stem, settings.doc_chunk_chars)
     now = datetime.now().astimezone()
-    rows = [{
-        "chunk_id": hashlib.sha256(f"{doc_id}|{c.title}|{c.text}".encode()).hexdigest()[:32],
-        "doc_id": doc_id, "source_file": source_file, "file_sha256": raw.sha256, "format": fmt,
-        "title": c.title, "section_path": list(c.section_path), "ordinal": c.ordinal,
-        "start_line": c.start_line, "text": c.text, "ingested_at": now,
-    } for c in chunks]
+    rows, seen = [], {}
+    for c in chunks:
+        chunk_id = hashlib.sha256(f"{doc_id}|{c.title}|{c.text}".encode()).hexdigest()[:32]
+        if chunk_id in seen:  # the same section text twice: keep the first, the copy is a record too
+            rejects.append(Reject(c.start_line, "unique_chunk", f"identical to the chunk at line {seen[chunk_id]} "
+                                  f"(same section '{c.title}' and text); the first is kept", c.text))
+            continue
+        seen[chunk_id] = c.start_line
+        rows.append({
+            "chunk_id": chunk_id, "doc_id": doc_id, "source_file": source_file, "file_sha256": raw.sha256,
+            "format": fmt, "title": c.title, "section_path": list(c.section_path), "ordinal": c.ordinal,
+            "start_line": c.start_line, "text": c.text, "ingested_at": now,
+        })
     messages = [f"format: {fmt}, {len(rows)} chunk(s)"] if rows or rejects else [f"{raw.path.name} has no text to chunk"]
     return Prepared(
         table="doc_chunks", records_in=len(rows) + len(rejects), candidates=pa.Table.from_pylist(rows, schema=_SCHEMA),

@@ -24,7 +24,7 @@ from faultline.ingest.logtime import (
     TS_DTYPE,
     infer_timestamp,
     join_parts,
-    parse_timestamp,
+    parse_timestamps,
 )
 
 __all__ = [
@@ -300,25 +300,24 @@ def _severity(fmt: LogFormat, grp: Any, message: pl.Expr) -> tuple[pl.Expr, pl.E
     return chain.otherwise(_null_text()), pl.coalesce([r for r, _ in found]), facility
 
 
-def _timestamp(fmt: LogFormat, frame: pl.DataFrame, grp: Any, default_year: int) -> pl.Expr:
+def _timestamp(fmt: LogFormat, frame: pl.DataFrame, grp: Any, default_year: int) -> pl.Series:
     parts = list(fmt.ts_parts)
     formats = fmt.timestamp
+    matched = frame.filter(grp(_MATCH).is_not_null())
     if formats is None and parts:
-        sample = (
-            frame.filter(grp(_MATCH).is_not_null())
-            .head(_INFER_SAMPLE_ROWS)
-            .select(grp(p).alias(p) for p in parts)
-        )
+        sample = matched.head(_INFER_SAMPLE_ROWS).select(grp(p).alias(p) for p in parts)
         inferred = infer_timestamp(sample, _timestamp_candidates(), default_year=default_year)
         if inferred is None:
             parts, formats = [], ()
         else:
             parts, formats = list(inferred[0]), (inferred[1],)
     if not parts or not formats:
-        return pl.lit(None, dtype=TS_DTYPE)
-    ts = parse_timestamp(join_parts([grp(p) for p in parts]), formats, default_year=default_year)
+        return pl.Series("ts", [None] * frame.height, dtype=TS_DTYPE)
+    text = frame.select(join_parts([grp(p) for p in parts]).alias("ts")).to_series()
+    ts = parse_timestamps(text, formats, default_year=default_year)
     if "ts_msec" in fmt.groups:
-        ts = ts + pl.duration(milliseconds=grp("ts_msec").cast(pl.Int64, strict=False))
+        msec = frame.select(grp("ts_msec").cast(pl.Int64, strict=False)).to_series()
+        ts = ts + msec.cast(pl.Duration("ms"))
     return ts
 
 
@@ -352,7 +351,7 @@ def _apply(lines: pl.DataFrame, fmt: LogFormat, default_year: int) -> pl.DataFra
     if "message" in fmt.groups:
         body = grp("message")
     else:
-        body = pl.col("raw").str.slice(grp(_MATCH).str.len_chars())
+        body = pl.col("raw").str.strip_prefix(grp(_MATCH))
     # trailing blanks are padding; leading ones are kept because some formats (HealthApp)
     # put the message right after a non-space delimiter and Loghub's ground truth keeps them
     frame = frame.with_columns(body.str.strip_chars_end().alias("__message"))
@@ -362,12 +361,12 @@ def _apply(lines: pl.DataFrame, fmt: LogFormat, default_year: int) -> pl.DataFra
     component = _text(fmt, grp, "component")
     if facility is not None:
         component = pl.coalesce(component, facility)
-    ts = _timestamp(fmt, frame, grp, default_year)
+    frame = frame.with_columns(_timestamp(fmt, frame, grp, default_year).alias("__ts"))
     out = frame.select(
         *lines.columns,
         pl.when(matched).then(pl.lit(fmt.name)).otherwise(pl.lit(RAW)).alias("format"),
         matched.fill_null(False).alias("parsed"),
-        ts.alias("ts"),
+        pl.col("__ts").alias("ts"),
         _text(fmt, grp, "host").alias("host"),
         severity.alias("severity"),
         severity_raw.alias("severity_raw"),

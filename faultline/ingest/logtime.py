@@ -60,6 +60,28 @@ def parse_timestamp(text: pl.Expr, formats: Sequence[str], *, default_year: int)
     return parsed[0] if len(parsed) == 1 else pl.coalesce(parsed)
 
 
+def parse_timestamps(text: pl.Series, formats: Sequence[str], *, default_year: int) -> pl.Series:
+    """Eager `parse_timestamp` that runs each later format only on the rows still unparsed.
+
+    Most files need only their first format, so the fallbacks (e.g. with fractional seconds)
+    cost nothing there; strptime with `%.f` is markedly slower than without.
+    """
+    name = text.name
+    if not formats:
+        return pl.Series(name, [None] * len(text), dtype=TS_DTYPE)
+    frame = text.to_frame("text")
+    first = parse_timestamp(pl.col("text"), formats[:1], default_year=default_year)
+    result = frame.select(first.alias(name)).to_series()
+    for fmt in formats[1:]:
+        todo = (result.is_null() & text.is_not_null()).arg_true()
+        if todo.len() == 0:
+            break
+        retry = parse_timestamp(pl.col("text"), [fmt], default_year=default_year)
+        fixed = frame[todo].select(retry.alias(name)).to_series()
+        result = result.scatter(todo, fixed)
+    return result
+
+
 def join_parts(parts: Sequence[pl.Expr]) -> pl.Expr:
     """Timestamp text from one or more captured parts, joined by single spaces."""
     if len(parts) == 1:

@@ -70,12 +70,12 @@ def upsert_tickets(conn: duckdb.DuckDBPyConnection, staged: pa.Table) -> dict[st
     return {"inserted": inserted, "updated": updated, "unchanged": unchanged, "stale": stale}
 
 
-def replace_file_rows(conn: duckdb.DuckDBPyConnection, table: str, source_file: str, rows: Any) -> None:
-    """Replace every row `source_file` wrote to `table` (logs, docs) with `rows` (Arrow/Polars)."""
+def replace_file_rows(conn: duckdb.DuckDBPyConnection, table: str, source_file: str, rows: pa.Table) -> None:
+    """Replace every row `source_file` wrote to `table` (logs, docs) with Arrow `rows`."""
     conn.execute(f"DELETE FROM {table} WHERE source_file = ?", [source_file])
     conn.register("staged_rows", rows)
     try:
-        columns = ", ".join(rows.columns if hasattr(rows, "columns") else rows.column_names)
+        columns = ", ".join(rows.column_names)
         conn.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM staged_rows")
     finally:
         conn.unregister("staged_rows")

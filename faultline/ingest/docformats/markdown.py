@@ -71,7 +71,9 @@ def _scan(lines: list[str]) -> list[tuple[str, int, str, int]]:
         if m := _ATX.match(line):
             items.append(("heading", len(m.group(1)), _inline(m.group(2) or ""), no))
             continue
-        if _BREAK.match(line) or _LINK_DEF.match(line) or _TABLE_RULE.match(line):
+        if _TABLE_RULE.match(line) and "|" in line:
+            continue  # the header/body divider of a pipe table
+        if _BREAK.match(line) or _LINK_DEF.match(line):
             items.append(("line", 0, "", no))
             continue
         items.append(("line", 0, _body_line(line), no))

@@ -135,7 +135,7 @@ class _Headings:
 
     def __init__(self, lines: list[Line], *, rfc_like: bool) -> None:
         self.lines = lines
-        body = [t for _, t in lines if t.strip()]
+        body = [t for _, t in lines if t.strip() and not _NUMBERED.match(t) and not _APPENDIX.match(t)]
         indented = sum(1 for t in body if t[0].isspace())
         # Unnumbered headings ("Abstract", "Security Considerations") are only trusted in RFCs
         # whose prose is indented, so that a column-0 line really stands out.

@@ -36,15 +36,16 @@ _ADMONITIONS = {"note", "warning", "important", "tip", "caution", "attention", "
 
 # Inline constructs that are replaced as a whole: ``literal``, :role:`text`, `link`_, `text`.
 _INLINE = re.compile(
-    r"``(?P<lit>.+?)``"
+    r"``(?P<lit>[^`].*?)``"
     r"|:(?P<role>[\w.+-]+(?::[\w.+-]+)*):`(?P<roletext>[^`]*)`"
     r"|`(?P<link>[^`]+)`__?"
-    r"|`(?P<interp>[^`]+)`"
+    r"|`(?P<interp>[^`]+)`",
+    re.S,
 )
 _LINK_TARGET = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
 _LINK_ROLES = {"ref", "doc", "term", "numref", "any", "download", "std:ref", "external"}
-_STRONG = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
-_EMPHASIS = re.compile(r"(?<![\w*\\])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])")
+_STRONG = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*", re.S)
+_EMPHASIS = re.compile(r"(?<![\w*\\])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])", re.S)
 _SUBST_REF = re.compile(r"(?<![\w|])\|([^|\s][^|]*?)\|(?![\w|])")
 _ESCAPE = re.compile(r"\\(.)")
 
@@ -102,14 +103,16 @@ def _indent(line: str) -> int:
 
 def _reduce_inline(text: str, subs: dict[str, str]) -> str:
     """Inline markup reduced to its visible text (roles, literals, links, emphasis, substitutions)."""
-    out: list[str] = []
-    pos = 0
-    for m in _INLINE.finditer(text):
-        out.append(_reduce_plain(text[pos:m.start()], subs))
-        out.append(_inline_text(m))
-        pos = m.end()
-    out.append(_reduce_plain(text[pos:], subs))
-    return "".join(out)
+    # Literals and roles are swapped for placeholders first so that emphasis around them
+    # ("**one `x` two**") is still seen, and their own text is never touched.
+    kept: list[str] = []
+
+    def hold(m: re.Match[str]) -> str:
+        kept.append(_inline_text(m))
+        return f"\0{len(kept) - 1}\0"
+
+    text = _reduce_plain(_INLINE.sub(hold, text), subs)
+    return re.sub(r"\0(\d+)\0", lambda m: kept[int(m.group(1))], text)
 
 
 def _inline_text(m: re.Match[str]) -> str:
@@ -142,26 +145,35 @@ class _Renderer:
                  subs: dict[str, str], builder: SectionBuilder) -> None:
         self.lines, self.headings, self.title_at = lines, headings, title_at
         self.subs, self.out = subs, builder
+        self.pending: list[Line] = []  # prose lines of the paragraph being read
 
     def run(self) -> None:
         i, n = 0, len(self.lines)
         while i < n:
+            line = self.lines[i]
+            row = None if i in self.headings else self._grid_row(i)
+            if (row is None and i not in self.headings and line.strip() and not _EXPLICIT.match(line)
+                    and not _TABLE_BORDER.match(line)):
+                i = self._text_line(i)
+                continue
+            self._flush()
             if i in self.headings:
                 level, title, span = self.headings[i]
                 if i != self.title_at:
                     self.out.heading(level, title)
                 i += span
-                continue
-            line = self.lines[i]
-            if not line.strip():
+            elif row is not None:
+                if row:
+                    self.out.add(i + 1, row)
+                i += 1
+            elif not line.strip():
                 self.out.brk(i + 1)
                 i += 1
             elif m := _EXPLICIT.match(line):
                 i = self._explicit(i, len(m.group(1)), (m.group(2) or "").strip())
-            elif _TABLE_BORDER.match(line):
-                i += 1  # table rules and transitions carry no words
             else:
-                i = self._text_line(i)
+                i += 1  # table rules and transitions carry no words
+        self._flush()
 
     def _block_end(self, i: int, indent: int) -> int:
         """Index just past the lines indented deeper than ``indent`` that follow line i."""
@@ -177,26 +189,39 @@ class _Renderer:
         self.out.add_many(block)
         self.out.brk(end)
 
+    def _grid_row(self, i: int) -> str | None:
+        """A grid-table row's cells joined by " | " ("" when empty); None if not a table row."""
+        above = self.lines[i - 1].strip() if i else ""
+        if not (above[:1] in ("+", "|") and above[-1:] in ("+", "|")):
+            return None  # "|name| text" outside a table is a substitution, not a row
+        row = _TABLE_ROW.match(self.lines[i])
+        if row is None:
+            return None
+        cells = [_reduce_inline(c.strip(), self.subs) for c in row.group(1).split("|")]
+        return " | ".join(c for c in cells if c)
+
+    def _flush(self) -> None:
+        """Reduce the pending paragraph as a whole: inline markup may span its lines."""
+        if not self.pending:
+            return
+        numbers = [no for no, _ in self.pending]
+        reduced = _reduce_inline("\n".join(t for _, t in self.pending), self.subs).split("\n")
+        for k, text in enumerate(reduced):
+            self.out.add(numbers[min(k, len(numbers) - 1)], text)
+        self.pending = []
+
     def _text_line(self, i: int) -> int:
         line = self.lines[i]
-        above = self.lines[i - 1].strip() if i else ""
-        in_grid = above[:1] in ("+", "|") and above[-1:] in ("+", "|")
-        row = _TABLE_ROW.match(line) if in_grid else None
-        if row:  # grid-table row: keep the cells' words, drop the rules
-            cells = [_reduce_inline(c.strip(), self.subs) for c in row.group(1).split("|")]
-            text = " | ".join(c for c in cells if c)
-            if text:
-                self.out.add(i + 1, text)
-            return i + 1
         stripped = _LINE_BLOCK.sub(r"\1", line).strip()
         if not stripped.endswith("::"):
-            self.out.add(i + 1, _reduce_inline(stripped, self.subs))
+            self.pending.append((i + 1, stripped))
             return i + 1
         # "Text::" introduces a literal block: the marker reads as ":" (or vanishes after a space).
         head = stripped[:-2].rstrip()
-        head = head if stripped[:-2].endswith(" ") or not head else head + ":"
+        head = head if stripped[:-2].endswith((" ", ":")) or not head else head + ":"
         if head:
-            self.out.add(i + 1, _reduce_inline(head, self.subs))
+            self.pending.append((i + 1, head))
+        self._flush()
         end = self._block_end(i, _indent(line))
         body = next((k for k in range(i + 1, end) if self.lines[k].strip()), None)
         if body is None:

@@ -1,0 +1,91 @@
+"""Log ingestion through the pipeline: real router logs, idempotence, and bad input."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from faultline.ingest.api import ingest_paths
+
+
+def _ingest(conn, settings, *paths, **options):
+    return ingest_paths(conn, settings, "logs", [Path(p) for p in paths], **options)
+
+
+def _balanced(conn, report):
+    for f in report.files:
+        assert f.accepted + f.quarantined == f.records_in, f
+        assert conn.execute("SELECT count(*) FROM log_lines WHERE source_file = ?", [f.path]).fetchone()[0] == f.accepted
+        assert conn.execute("SELECT count(*) FROM quarantine WHERE source_file = ?", [f.path]).fetchone()[0] == f.quarantined
+
+
+def test_iosxr_router_logs_keep_every_line_with_file_and_number(conn, settings, shared_data):
+    folder = shared_data / "logs" / "iosxr" / "bgpclear" / "logs"
+    report = _ingest(conn, settings, folder)
+    assert len(report.files) == 30 and report.totals()["failed_files"] == 0
+    _balanced(conn, report)
+    total_lines = sum(sum(1 for line in p.read_bytes().split(b"\n") if line.strip()) for p in folder.glob("*.log"))
+    assert report.totals()["accepted"] == total_lines
+    parsed, sev5 = conn.execute(
+        "SELECT count(*) FILTER (WHERE parsed), count(*) FILTER (WHERE severity_raw = '5') FROM log_lines").fetchone()
+    assert sev5 == 5219 and parsed >= total_lines - 60  # only the `show logging` headers stay raw
+    row = conn.execute("SELECT line_no, raw, ts FROM log_lines WHERE source_file LIKE '%leaf1.bgpclear.log' "
+                       "AND message LIKE '%ADJCHANGE%' ORDER BY line_no LIMIT 1").fetchone()
+    lines = (folder / "leaf1.bgpclear.log").read_text().split("\n")
+    assert lines[row[0] - 1].rstrip("\r") == row[1]
+    assert row[2].year == 2017
+
+
+def test_reingest_is_idempotent_and_a_changed_file_replaces_its_lines(conn, settings, tmp_path):
+    log = tmp_path / "r1.log"
+    log.write_text("Jun 14 15:16:01 r1 bgpd[11]: neighbor 10.0.0.2 Down\nJun 14 15:16:02 r1 bgpd[11]: neighbor 10.0.0.2 Up\n")
+    _ingest(conn, settings, log)
+    again = _ingest(conn, settings, log)
+    assert again.files[0].status == "unchanged"
+    _ingest(conn, settings, log, force=True)
+    assert conn.execute("SELECT count(*) FROM log_lines").fetchone()[0] == 2
+    with log.open("a") as out:
+        out.write("Jun 14 15:17:00 r1 bgpd[11]: neighbor 10.0.0.3 Down\n")
+    _ingest(conn, settings, log)
+    assert conn.execute("SELECT list(line_no ORDER BY line_no) FROM log_lines").fetchone()[0] == [1, 2, 3]
+
+
+def test_binary_file_given_as_log_is_one_quarantined_record(conn, settings, tmp_path):
+    blob = tmp_path / "core.dump"
+    blob.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 50)
+    report = _ingest(conn, settings, blob)
+    f = report.files[0]
+    assert (f.status, f.records_in, f.accepted, f.quarantined) == ("ingested", 1, 0, 1)
+    reason, raw = conn.execute("SELECT reason, raw_record FROM quarantine").fetchone()
+    assert "not a text log" in reason and "NUL" in reason and raw.startswith("first bytes (hex): 7f454c46")
+    _balanced(conn, report)
+
+
+def test_megabyte_line_non_utf8_and_empty_file(conn, settings, tmp_path):
+    log = tmp_path / "mixed.log"
+    log.write_bytes(b"Jun 14 15:16:01 r1 sshd[5]: ok\n" + b"A" * 1_048_576 + b"\n"
+                    + b"Jun 14 15:16:03 r1 sshd[5]: user caf\xe9 logged in\n")
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    report = _ingest(conn, settings, log, empty)
+    _balanced(conn, report)
+    mixed = next(f for f in report.files if f.path.endswith("mixed.log"))
+    assert (mixed.records_in, mixed.accepted, mixed.quarantined) == (3, 2, 1)
+    check, record_no, raw_len = conn.execute(
+        "SELECT expectation, record_no, length(raw_record) FROM quarantine").fetchone()
+    assert "raw_bytes" in check and record_no == 2 and raw_len == 1_048_576  # kept whole
+    latin = conn.execute("SELECT raw, decode_error FROM log_lines WHERE line_no = 3").fetchone()
+    assert latin == ("Jun 14 15:16:03 r1 sshd[5]: user caf\\xe9 logged in", True)
+    assert any("not valid UTF-8" in m for m in mixed.messages)
+    empty_report = next(f for f in report.files if f.path.endswith("empty.log"))
+    assert empty_report.records_in == 0 and any("empty" in m for m in empty_report.messages)
+
+
+def test_gzip_logs_forced_format_and_incident(conn, settings, tmp_path):
+    log = tmp_path / "app.log.gz"
+    log.write_bytes(gzip.compress(b"2024-05-01 10:00:00,123 - WARN [main] - disk almost full\n"))
+    report = _ingest(conn, settings, log, log_format="<Date> <Time> - <Level> [<Component>] - <Content>",
+                     incident_id="INC-7")
+    assert report.files[0].accepted == 1
+    row = conn.execute("SELECT severity, component, message, incident_id FROM log_lines").fetchone()
+    assert row == ("warning", "main", "disk almost full", "INC-7")

@@ -1,0 +1,109 @@
+"""Flows against a real local Prefect server: runs are recorded and readable through its API."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.prefect_server
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def prefect_api(tmp_path_factory):
+    home = tmp_path_factory.mktemp("prefect-home")
+    port = _free_port()
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "DO_NOT_TRACK": "1", "PREFECT_UI_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    log = open(home / "server.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}/api"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"prefect server exited early: {(home / 'server.log').read_text()[-2000:]}")
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    else:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("prefect server did not become healthy within 180 s")
+    yield {"url": url, "home": home}
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+    log.close()
+
+
+def _cli(prefect_api, tmp_path, *args):
+    env = {**os.environ, "PREFECT_API_URL": prefect_api["url"], "PREFECT_HOME": str(prefect_api["home"]),
+           "FAULTLINE_DUCKDB_PATH": str(tmp_path / "fl.duckdb"), "FAULTLINE_LANCEDB_DIR": str(tmp_path / "lance"),
+           "FAULTLINE_PROGRESS": "false"}
+    done = subprocess.run([sys.executable, "-m", "faultline.cli.main", *args], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def _flow_run(prefect_api, flow_run_id):
+    return httpx.get(f"{prefect_api['url']}/flow_runs/{flow_run_id}", timeout=10).json()
+
+
+def _task_runs(prefect_api, flow_run_id):
+    body = {"flow_runs": {"id": {"any_": [flow_run_id]}}}
+    return httpx.post(f"{prefect_api['url']}/task_runs/filter", json=body, timeout=10).json()
+
+
+def test_ingest_flow_run_is_recorded_on_the_server(prefect_api, tmp_path):
+    tickets = tmp_path / "t.jsonl"
+    tickets.write_text('{"key": "A-1", "summary": "one"}\n{"key": "A-2", "summary": "two"}\n')
+    logs = tmp_path / "r1.log"
+    logs.write_text("2024/05/01 10:00:00 BGP: [ZWCSR-M7FG9] %ADJCHANGE: neighbor 10.0.0.2 Down\n")
+    report = _cli(prefect_api, tmp_path, "ingest", "tickets", str(tickets), "--flow", "--json")
+    assert report["totals"]["accepted"] == 2
+    _cli(prefect_api, tmp_path, "ingest", "logs", str(logs), "--flow", "--json")
+
+    import duckdb
+
+    conn = duckdb.connect(str(tmp_path / "fl.duckdb"), read_only=True)
+    runs = conn.execute("SELECT kind, status, prefect_flow_run_id FROM runs ORDER BY started_at").fetchall()
+    assert [r[:2] for r in runs] == [("ingest_tickets", "completed"), ("ingest_logs", "completed")]
+    for _kind, _status, flow_run_id in runs:
+        flow_run = _flow_run(prefect_api, flow_run_id)
+        assert flow_run["state_type"] == "COMPLETED"
+        task_runs = _task_runs(prefect_api, flow_run_id)
+        assert [t["state_type"] for t in task_runs] == ["COMPLETED"]
+        assert task_runs[0]["name"].startswith("ingest ")
+
+
+def test_main_job_runs_as_one_flow_with_a_task_per_step(prefect_api, tmp_path):
+    result = _cli(prefect_api, tmp_path, "run", "--json")
+    flow_run = _flow_run(prefect_api, result["prefect_flow_run_id"])
+    assert flow_run["state_type"] == "COMPLETED"
+    names = [t["name"] for t in _task_runs(prefect_api, result["prefect_flow_run_id"])]
+    assert any(n.startswith("ingest tickets") for n in names)
+    assert any(n.startswith("sync index") for n in names)
+    assert sum(n.startswith("evidence") for n in names) == result["open_tickets"] > 0
