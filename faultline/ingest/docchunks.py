@@ -103,7 +103,8 @@ def _paragraphs(lines: list[Line]) -> list[list[Line]]:
 def _pack(lines: list[Line], max_chars: int) -> list[tuple[int, str]]:
     """Greedily fill chunks with whole paragraphs, cutting only paragraphs that cannot fit."""
     out: list[tuple[int, str]] = []
-    start, parts, size = 0, [], 0
+    parts: list[str] = []
+    start = size = 0
     for para in _paragraphs(lines):
         for piece_start, piece in _fit_paragraph(para, max_chars):
             if parts and size + 2 + len(piece) > max_chars:

@@ -54,48 +54,47 @@ def _literal(text: str, *, escape: bool) -> str:
     return r"\s+".join(pieces)
 
 
-def _build(template: str, *, escape: bool) -> str:
+def _build(template: str, *, escape: bool) -> tuple[str, list[str]]:
     parts = _FIELD.split(template)
     literals, fields = parts[0::2], parts[1::2]
     names = _assign_names(fields)
     out = [r"^\s*", _literal(literals[0], escape=escape)]
     for i, name in enumerate(names):
         after = literals[i + 1]
-        if name == "message":
+        if name == "message" or (i == len(names) - 1 and not after.strip()):
             body = ".*"
-        elif after == "" and i == len(names) - 1:
-            body = ".*"
-        elif after[:1] in ("", " "):
+        elif not after.strip():
             body = r"\S+"
         else:
-            # the field ends at a delimiter that is not a space: it may itself contain spaces
+            # a field that ends at literal text (`\]`, ` - `, `: `) may itself hold spaces,
+            # as Mac/Proxifier program names do: stop at the first place the rest fits
             body = ".*?"
         out.append(f"(?P<{name}>{body})")
         out.append(_literal(after, escape=escape))
     out.append("$")
-    return "".join(out)
+    return "".join(out), names
 
 
-def _compiles(pattern: str) -> bool:
+def _usable(pattern: str, names: list[str]) -> bool:
+    """The pattern compiles and every field is still a group (an unescaped `[<Pid>]` is not)."""
     try:
-        pl.Series([""], dtype=pl.Utf8).str.extract_groups(pattern)
+        probe = pl.Series([""], dtype=pl.Utf8).str.extract_groups(pattern)
     except Exception:  # polars raises ComputeError for invalid regexes
         return False
-    return True
+    return set(names) <= set(probe.struct.fields)
 
 
 def template_regex(template: str) -> str:
     """Regex for a header template; fields map to ts_*/host/severity/component/pid/message.
 
-    Literal text is used as a regex (the Loghub convention); if that does not compile (say an
-    unescaped `[`), it is escaped instead. Raises ValueError when the template has no fields.
+    Literal text is used as a regex (the Loghub convention, `\\[<Pid>\\]`); when that does not
+    compile or swallows a field (an unescaped `[<Pid>]`), the literals are escaped instead.
+    Raises ValueError when the template has no fields.
     """
     if not _FIELD.search(template):
         raise ValueError(f"template {template!r} has no <Field> placeholders")
-    pattern = _build(template, escape=False)
-    if _compiles(pattern):
-        return pattern
-    pattern = _build(template, escape=True)
-    if not _compiles(pattern):
-        raise ValueError(f"template {template!r} does not give a valid regex")
-    return pattern
+    for escape in (False, True):
+        pattern, names = _build(template, escape=escape)
+        if _usable(pattern, names):
+            return pattern
+    raise ValueError(f"template {template!r} does not give a valid regex")

@@ -27,6 +27,7 @@ COMMON_TIMESTAMP_FORMATS: tuple[str, ...] = (
     "%b %d %Y %H:%M:%S%.f",
     "%a %b %d %H:%M:%S%.f %Y",
     "%d/%b/%Y:%H:%M:%S",
+    "%Y%m%d-%H:%M:%S:%3f",
     EPOCH_SECONDS,
 )
 
@@ -68,7 +69,7 @@ def parse_timestamps(text: pl.Series, formats: Sequence[str], *, default_year: i
     """
     name = text.name
     if not formats:
-        return pl.Series(name, [None] * len(text), dtype=TS_DTYPE)
+        return pl.Series(name, dtype=TS_DTYPE).extend_constant(None, len(text))
     frame = text.to_frame("text")
     first = parse_timestamp(pl.col("text"), formats[:1], default_year=default_year)
     result = frame.select(first.alias(name)).to_series()
@@ -87,6 +88,11 @@ def join_parts(parts: Sequence[pl.Expr]) -> pl.Expr:
     if len(parts) == 1:
         return parts[0]
     return pl.concat_str(list(parts), separator=" ")
+
+
+def _plausible(ts: pl.Expr) -> pl.Expr:
+    # `%Y` happily reads "17" as the year 17, so a wrong layout can still "parse"
+    return ts.dt.year().is_between(1970, 2100).fill_null(False)
 
 
 def infer_timestamp(
@@ -108,8 +114,7 @@ def infer_timestamp(
             run = tuple(names[start:stop])
             text = join_parts([pl.col(n) for n in run])
             exprs = [
-                parse_timestamp(text, [fmt], default_year=default_year)
-                .is_not_null()
+                _plausible(parse_timestamp(text, [fmt], default_year=default_year))
                 .mean()
                 .alias(f"rate{rank}")
                 for rank, fmt in enumerate(candidates)

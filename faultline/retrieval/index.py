@@ -16,6 +16,7 @@ import hashlib
 import re
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -27,9 +28,9 @@ if TYPE_CHECKING:
 
 Kind = Literal["tickets", "docs"]
 TABLE_NAMES: dict[str, str] = {"tickets": "tickets", "docs": "doc_chunks"}
-_DELETE_CHUNK = 500
-# MiniLM reads 256 word pieces; ~4 characters per piece in this prose-plus-code mix, so a
-# longer embedding text would only be cut by the tokenizer (and lose its tail).
+_ID_CHUNK = 500
+# MiniLM reads 256 word pieces. 1000 characters average ~160 pieces on the ZooKeeper tickets;
+# code-heavy texts still reach 256 and the tokenizer cuts their tail, hence title first.
 EMBED_CHARS = 1000
 FTS_CHARS = 32_000  # huge pasted logs add little to BM25 and bloat the index
 SNIPPET_CHARS = 200
@@ -87,7 +88,7 @@ def clean_markup(text: str | None, *, max_frames: int | None = None) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
-def _cut(text: str, limit: int) -> str:
+def truncate(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` characters, at a word boundary when one is near."""
     if len(text) <= limit:
         return text
@@ -97,7 +98,7 @@ def _cut(text: str, limit: int) -> str:
 
 
 def _snippet(text: str) -> str:
-    cut = _cut(text, SNIPPET_CHARS)
+    cut = truncate(text, SNIPPET_CHARS)
     return cut if cut == text else cut + "…"
 
 
@@ -111,14 +112,14 @@ def ticket_texts(title: str | None, description: str | None, environment: str | 
     """
     title = clean_markup(title)
     comps = ", ".join(c for c in (components or []) if c)
-    tail = " ".join(p for p in (_cut(clean_markup(environment), 200),
+    tail = " ".join(p for p in (truncate(clean_markup(environment), 200),
                                 f"Components: {comps}." if comps else "") if p)
     body = clean_markup(description, max_frames=3)
     room = max(EMBED_CHARS - len(title) - len(tail) - 2, 0)
-    embed = " ".join(p for p in (title, _cut(body, room), tail) if p)
+    embed = " ".join(p for p in (title, truncate(body, room), tail) if p)
     full = " ".join(p for p in (title, clean_markup(description), clean_markup(environment),
                                 f"Components: {comps}." if comps else "") if p)
-    return DocumentTexts(_cut(full, FTS_CHARS), _cut(embed, EMBED_CHARS), _snippet(body or title))
+    return DocumentTexts(truncate(full, FTS_CHARS), truncate(embed, EMBED_CHARS), _snippet(body or title))
 
 
 def doc_texts(title: str | None, body: str | None) -> DocumentTexts:
@@ -126,7 +127,7 @@ def doc_texts(title: str | None, body: str | None) -> DocumentTexts:
     title = clean_markup(title)
     text = clean_markup(body)
     full = f"{title}: {text}" if title and text else title or text
-    return DocumentTexts(_cut(full, FTS_CHARS), _cut(full, EMBED_CHARS), _snippet(text or title))
+    return DocumentTexts(truncate(full, FTS_CHARS), truncate(full, EMBED_CHARS), _snippet(text or title))
 
 
 def _sha(*parts: str) -> str:
@@ -137,12 +138,11 @@ def _sha(*parts: str) -> str:
     return digest.hexdigest()[:32]
 
 
-def _utc(value: Any) -> Any:
-    from datetime import timezone
-
-    if value is None:
-        return None
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+def _utc(value: datetime | None) -> datetime | None:
+    """DuckDB's zone-aware (or naive UTC) timestamp as a UTC datetime."""
+    if value is None or value.tzinfo is None:
+        return value if value is None else value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
 
 
 def _read_source(conn: duckdb.DuckDBPyConnection, kind: Kind, model: str) -> list[dict[str, Any]]:
@@ -191,34 +191,34 @@ def _to_arrow(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pydict(columns, schema=schema)
 
 
-def _same_layout(actual: pa.Schema, expected: pa.Schema) -> bool:
-    return [(f.name, f.type) for f in actual] == [(f.name, f.type) for f in expected]
+def _layout(schema: pa.Schema) -> list[tuple[str, Any]]:
+    return [(f.name, f.type) for f in schema]
 
 
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
+def _id_filters(ids: list[str]) -> list[str]:
+    """``id IN (...)`` predicates covering ``ids``, a few hundred per predicate."""
+    quoted = ["'" + i.replace("'", "''") + "'" for i in ids]
+    return [f"id IN ({', '.join(quoted[s:s + _ID_CHUNK])})" for s in range(0, len(quoted), _ID_CHUNK)]
 
 
 def _embed_rows(rows: list[dict[str, Any]], embedder: Embedder, batch: int, progress: bool, label: str) -> None:
     """Fill ``vector`` on ``rows`` in place, batch by batch, optionally with a progress bar."""
-    from contextlib import nullcontext
+    from faultline.progress import track
 
-    bar: Any = nullcontext()
-    if progress and rows:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    rows = sorted(rows, key=lambda r: len(r["_embed"]))  # similar lengths batch with less padding
+    batches = [rows[start:start + batch] for start in range(0, len(rows), batch)]
+    for chunk in track(batches, description=f"embedding {len(rows)} {label} rows ({batch} a batch)",
+                       enabled=progress and bool(rows)):
+        for row, vec in zip(chunk, embedder.embed([r["_embed"] for r in chunk])):
+            row["vector"] = vec.tolist()
 
-        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-    with bar as live:
-        task = live.add_task(f"embedding {label}", total=len(rows)) if live is not None else None
-        for start in range(0, len(rows), batch):
-            chunk = rows[start:start + batch]
-            vectors = embedder.embed([r["_embed"] for r in chunk])
-            for row, vec in zip(chunk, vectors):
-                row["vector"] = vec.tolist()
-            if live is not None:
-                live.advance(task, len(chunk))
+
+def _stored_hashes(table: Any) -> dict[str, tuple[str, str]]:
+    """``id -> (source_hash, embed_hash)`` of the rows already indexed."""
+    if table is None:
+        return {}
+    have = table.search(None).select(["id", "source_hash", "embed_hash"]).limit(None).to_arrow()
+    return dict(zip(have["id"].to_pylist(), zip(have["source_hash"].to_pylist(), have["embed_hash"].to_pylist())))
 
 
 def open_lancedb(settings: Settings) -> Any:
@@ -254,26 +254,28 @@ def sync_index(
             db.drop_table(name)
         return IndexStats(kind, 0, 0, removed, time.perf_counter() - started)
 
-    schema = _schema(kind, embedder.dim)
-    if table is not None and not _same_layout(table.schema, schema):
-        db.drop_table(name)  # model dimension or column layout changed: rebuild from scratch
-        table = None
-
-    stored: dict[str, tuple[str, str]] = {}
-    if table is not None:
-        have = table.search(None).select(["id", "source_hash", "embed_hash"]).limit(None).to_arrow()
-        stored = dict(zip(have["id"].to_pylist(), zip(have["source_hash"].to_pylist(),
-                                                      have["embed_hash"].to_pylist())))
+    has_vector = table is not None and "vector" in table.schema.names
+    dim = getattr(table.schema.field("vector").type, "list_size", None) if has_vector else None
+    if table is not None and (dim is None or _layout(table.schema) != _layout(_schema(kind, dim))):
+        db.drop_table(name)  # column layout changed (older Faultline): rebuild from scratch
+        table, dim = None, None
+    stored = _stored_hashes(table)
     to_embed = [r for r in rows if stored.get(r["id"], ("", ""))[1] != r["embed_hash"]]
+    if to_embed and dim != embedder.dim:  # the model is only loaded when something needs it
+        if table is not None:
+            db.drop_table(name)  # another model, another vector size: re-embed everything
+        table, dim, stored, to_embed = None, embedder.dim, {}, rows
+    schema = _schema(kind, dim or embedder.dim)
     reuse = [r for r in rows if r["id"] in stored and stored[r["id"]][1] == r["embed_hash"]
              and stored[r["id"]][0] != r["source_hash"]]
     gone = sorted(set(stored) - {r["id"] for r in rows})
 
     _embed_rows(to_embed, embedder, settings.embedding_batch_size, progress, name)
     if reuse and table is not None:
-        ids = ", ".join(_quote(r["id"]) for r in reuse)
-        old = table.search(None).where(f"id IN ({ids})").select(["id", "vector"]).limit(None).to_arrow()
-        vectors = dict(zip(old["id"].to_pylist(), old["vector"].to_pylist()))
+        vectors: dict[str, Any] = {}
+        for where in _id_filters([r["id"] for r in reuse]):
+            old = table.search(None).where(where).select(["id", "vector"]).limit(None).to_arrow()
+            vectors.update(zip(old["id"].to_pylist(), old["vector"].to_pylist()))
         for row in reuse:
             row["vector"] = vectors[row["id"]]
 
@@ -284,8 +286,8 @@ def sync_index(
         if changed:
             (table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
              .execute(_to_arrow(changed, schema)))
-        for start in range(0, len(gone), _DELETE_CHUNK):
-            table.delete("id IN (" + ", ".join(_quote(i) for i in gone[start:start + _DELETE_CHUNK]) + ")")
+        for where in _id_filters(gone):
+            table.delete(where)
     has_fts = any(ix.index_type == "FTS" for ix in table.list_indices())
     if changed or gone or not has_fts:
         table.create_index("text", config=FTS(), replace=True)

@@ -11,14 +11,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from faultline.errors import FaultlineError
-from faultline.retrieval.index import EMBED_CHARS, TABLE_NAMES, Kind, _cut, clean_markup, open_lancedb
+from faultline.retrieval.index import EMBED_CHARS, TABLE_NAMES, Kind, clean_markup, open_lancedb, truncate
 
 if TYPE_CHECKING:
     from faultline.config import Settings
     from faultline.retrieval.embed import Embedder
 
 Mode = Literal["vector", "text", "hybrid"]
-Fusion = Literal["rrf", "score"]
+Fusion = Literal["score", "rrf"]
 MODES: tuple[str, ...] = ("vector", "text", "hybrid")
 RRF_K = 60  # the constant of Cormack, Clarke & Buettcher (SIGIR 2009); not tuned here
 FUSION_DEPTH = 50  # candidates taken from each ranking before fusing
@@ -82,10 +82,11 @@ def _fuse_scores(vec: list[dict], txt: list[dict], w: float) -> dict[str, float]
     for weight, hits, key in ((w, vec, "_vscore"), (1.0 - w, txt, "_score")):
         if not hits:
             continue
-        values = [h[key] for h in hits]
-        low, span = min(values), (max(values) - min(values)) or 1.0
-        for hit in hits:
-            fused[hit["id"]] = fused.get(hit["id"], 0.0) + weight * (hit[key] - low) / span
+        values = [float(h[key]) for h in hits]
+        low, span = min(values), max(values) - min(values)
+        for hit, value in zip(hits, values):
+            norm = (value - low) / span if span > 0 else 1.0  # one candidate (or all tied): full
+            fused[hit["id"]] = fused.get(hit["id"], 0.0) + weight * norm
     return fused
 
 
@@ -98,7 +99,7 @@ def search(
     mode: Mode = "hybrid",
     where: str | None = None,
     embedder: Embedder | None = None,
-    fusion: Fusion = "rrf",
+    fusion: Fusion = "score",
 ) -> list[Hit]:
     """Return the ``k`` best ``kind`` rows for ``query``, best first.
 
@@ -109,12 +110,16 @@ def search(
     * ``text``: BM25 score of Lance's native full-text index on the row text (English
       stemming and stop words; query terms ORed). Unbounded; comparable within one query only.
     * ``hybrid``: both rankings (``FUSION_DEPTH`` candidates each) fused. The default
-      ``fusion="rrf"`` is weighted reciprocal-rank fusion,
-      ``w/(60+rank_v) + (1-w)/(60+rank_t)`` scaled by 61, so 1.0 means first in both and a
-      list a row is missing from adds 0; ``w`` is ``settings.hybrid_vector_weight``.
-      ``fusion="score"`` instead sums min-max normalised scores with the same weights (in
-      [0, 1]). ``vector_score`` / ``text_score`` hold the per-mode scores of the row when it
-      was among that mode's candidates, else None.
+      ``fusion="score"`` is a convex combination of min-max normalised scores,
+      ``w * norm(vector) + (1 - w) * norm(text)``, normalised over each mode's candidates
+      (a row missing from a list gets 0 for it), so the score is in [0, 1] and 1.0 means best
+      in both; ``w`` is ``settings.hybrid_vector_weight``. ``fusion="rrf"`` is weighted
+      reciprocal-rank fusion, ``w/(60+rank_v) + (1-w)/(60+rank_t)`` scaled by 61 (1.0 = first
+      in both). Rank fusion ignores how far ahead a mode's first hit is, so a row one mode is
+      confident about loses to rows both modes rank mediocre; on the ZooKeeper duplicate
+      benchmark it scored below either single mode, hence the score default.
+      ``vector_score`` / ``text_score`` hold the row's per-mode scores when it was among that
+      mode's candidates, else None.
 
     ``where`` is a SQL predicate applied as a prefilter to every sub-search. Columns: ``id``,
     ``title``, ``text``; tickets also have ``status``, ``resolution``, ``components``
@@ -130,6 +135,8 @@ def search(
         raise FaultlineError(f"unknown search mode {mode!r}", fix="use vector, text or hybrid")
     if kind not in TABLE_NAMES:
         raise FaultlineError(f"unknown index {kind!r}", fix="use tickets or docs")
+    if fusion not in ("score", "rrf"):
+        raise FaultlineError(f"unknown fusion {fusion!r}", fix="use score or rrf")
     if k < 1:
         raise FaultlineError(f"k must be at least 1, got {k}", fix="pass --k 1 or more")
     table = _open_table(settings, kind)
@@ -143,13 +150,13 @@ def search(
             from faultline.retrieval.embed import Embedder
 
             embedder = Embedder(settings)
-        qvec = embedder.embed([_cut(clean_markup(query, max_frames=3), EMBED_CHARS)])[0]
+        qvec = embedder.embed([truncate(clean_markup(query, max_frames=3), EMBED_CHARS)])[0]
         builder = table.search(qvec, query_type="vector", vector_column_name="vector").distance_type("cosine")
         vec = _run(builder, where, depth, columns + ["_distance"])
         for hit in vec:
             hit["_vscore"] = 1.0 - float(hit["_distance"])
     if mode in ("text", "hybrid"):
-        terms = _cut(clean_markup(query), QUERY_FTS_CHARS)
+        terms = truncate(clean_markup(query), QUERY_FTS_CHARS)
         if terms:
             builder = table.search(terms, query_type="fts", fts_columns="text")
             txt = _run(builder, where, depth, columns + ["_score"])

@@ -62,9 +62,9 @@ class _Collector(HTMLParser):
 
     # -- output helpers ------------------------------------------------------------------
     def flush(self, paragraph: bool = False) -> None:
-        text = "".join(self._buf).strip()
-        if not self._pre:
-            text = _SPACES.sub(" ", text)
+        text = "".join(self._buf)
+        # Preformatted text keeps its indentation; elsewhere whitespace runs are one space.
+        text = text.rstrip() if self._pre else _SPACES.sub(" ", text).strip()
         if text:
             self.items.append(("line", 0, text, self._buf_line))
         self._buf = []

@@ -69,7 +69,9 @@ def _scan(lines: list[str]) -> list[tuple[str, int, str, int]]:
         if items and items[-1][0] == "heading" and items[-1][3] == i and _SETEXT.match(line):
             continue  # the underline of the setext heading just emitted
         if m := _ATX.match(line):
-            items.append(("heading", len(m.group(1)), _inline(m.group(2) or ""), no))
+            title = _inline(m.group(2) or "").strip()
+            # An empty "#" heading names nothing; it only ends the paragraph.
+            items.append(("heading", len(m.group(1)), title, no) if title else ("line", 0, "", no))
             continue
         if _TABLE_RULE.match(line) and "|" in line:
             continue  # the header/body divider of a pipe table

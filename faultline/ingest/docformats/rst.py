@@ -258,17 +258,16 @@ class _Renderer:
                 self._emit_literal(first, end)
             return end
         self.out.brk(i + 1)
-        if name in _LABELLED:  # command syntax is kept exactly as written
+        if name in _LABELLED:  # command syntax is kept exactly as written, on a line of its own
             label = _LABELLED[name]
             if arg:
                 self.out.add(i + 1, f"{label}: {arg}" if label else arg)
+            self.out.brk(i + 1)
         elif name in _ADMONITIONS:
+            # The label starts a prose paragraph: an argument may wrap onto the next lines.
             label = _ADMONITION_LABEL.get(name, name.capitalize())
-            shown = _reduce_inline(arg, self.subs)
-            self.out.add(i + 1, f"{label}: {shown}" if shown else f"{label}:")
-        elif name == "figure":
-            pass  # the argument is an image path; the caption is the body
-        elif arg:
-            self.out.add(i + 1, _reduce_inline(arg, self.subs))
-        self.out.brk(i + 1)
+            sep = " " if label.endswith("version") else ": "
+            self.pending.append((i + 1, f"{label}{sep}{arg}" if arg else f"{label}:"))
+        elif arg and name != "figure":  # a figure's argument is an image path; its body is the caption
+            self.pending.append((i + 1, arg))
         return body
