@@ -64,7 +64,7 @@ def _phase(kind: str, path: str, db: str) -> None:
     warm = Path(db).with_suffix(".warmup" + Path(path).suffix)
     warm.write_text(Path(path).read_text().split("\n", 1)[0] + "\n")
     start = time.perf_counter()
-    ingest_paths(conn, settings, kind, [warm])
+    ingest_paths(warehouse.connect(":memory:"), settings, kind, [warm])
     startup = time.perf_counter() - start
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
