@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> None:
 
     _register()
     try:
-        app(args=argv, standalone_mode=False)
+        # without standalone mode click returns the code of typer.Exit instead of exiting
+        code = app(args=argv, standalone_mode=False)
     except FaultlineError as exc:
         typer.secho(f"error: {exc.message}", fg="red", err=True)
         if exc.fix:
@@ -73,6 +74,8 @@ def main(argv: list[str] | None = None) -> None:
             exc.show()
             sys.exit(exc.exit_code)
         raise
+    if isinstance(code, int) and code:
+        sys.exit(code)
 
 
 if __name__ == "__main__":
