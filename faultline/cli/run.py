@@ -29,7 +29,8 @@ def run_command(
     typer.echo(f"run {result['run_id']} (Prefect flow run {result['prefect_flow_run_id']})")
     for kind, totals in result["ingest"].items():
         typer.echo(f"  ingest {kind}: {totals['files']} file(s), {totals['accepted']} accepted, "
-                   f"{totals['quarantined']} quarantined, {totals['failed_files']} failed")
+                   f"{totals['quarantined']} quarantined, {totals['failed_files']} failed, "
+                   f"{totals['unchanged_files']} unchanged")
     for kind, stats in result["index"].items():
         typer.echo(f"  index {kind}: {stats['rows_total']} rows, {stats['embedded']} embedded")
     typer.echo(f"  open tickets: {result['open_tickets']}")
