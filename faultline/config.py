@@ -57,6 +57,19 @@ class Settings(BaseSettings):
     doc_chunk_chars: int = Field(
         2000, ge=200, description="Largest doc chunk in characters; longer sections are split."
     )
+    excerpt_max_lines: int = Field(
+        2000, ge=10, description="Largest log excerpt in lines (annotations included)."
+    )
+    context_lines: int = Field(
+        5, ge=0, description="Lines of context kept before and after each filtered log line."
+    )
+    noise_share: float = Field(
+        0.25,
+        gt=0.0,
+        le=1.0,
+        description="Share of filtered lines above which a component with no fault-severity line "
+        "is suppressed as noise.",
+    )
     search_k: int = Field(5, ge=1, description="Default number of search hits.")
     hybrid_vector_weight: float = Field(
         0.5,
