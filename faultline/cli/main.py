@@ -37,13 +37,14 @@ _registered: list[bool] = []
 def _register() -> None:
     if _registered:
         return
-    from faultline.cli import db, ingest, run, search
+    from faultline.cli import db, ingest, logs, run, search
 
     _registered.append(True)
 
     app.add_typer(db.app, name="db")
     app.add_typer(ingest.app, name="ingest")
     app.add_typer(search.app, name="search")
+    app.add_typer(logs.app, name="logs")
     app.command("index")(search.index_command)
     app.command("run")(run.run_command)
 
