@@ -58,7 +58,7 @@ def _phase(kind: str, path: str, db: str) -> None:
     from faultline.ingest.api import ingest_paths
 
     settings = Settings(duckdb_path=Path(db), progress=False, log_default_year=2026)
-    conn = warehouse.connect(settings.duckdb_path)
+    conn = warehouse.open_warehouse(settings)
     # Warm-up: a tiny file of the same kind loads the libraries (Great Expectations alone takes
     # ~3 s to import), so the timed run measures throughput, not start-up.
     warm = Path(db).with_suffix(".warmup" + Path(path).suffix)

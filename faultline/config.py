@@ -30,6 +30,11 @@ class Settings(BaseSettings):
     lancedb_dir: Path = Field(
         Path("var/lancedb"), description="LanceDB folder holding the ticket and doc-chunk indexes."
     )
+    duckdb_memory_limit: str = Field(
+        "",
+        description="DuckDB buffer memory cap such as '2GB'; empty keeps DuckDB's default (80% of RAM). "
+        "Large log ingests stay within it plus a few hundred MB of batch buffers.",
+    )
     embedding_model: str = Field(
         "",
         description="sentence-transformers model path or name; empty means the all-MiniLM-L6-v2 "

@@ -10,12 +10,15 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from faultline.errors import FaultlineError
 from faultline.resources import warehouse_dir
+
+if TYPE_CHECKING:
+    from faultline.config import Settings
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
@@ -88,7 +91,8 @@ def migrate(conn: duckdb.DuckDBPyConnection, folder: Path | None = None) -> list
     return done
 
 
-def connect(path: Path | str, *, read_only: bool = False, auto_migrate: bool = True) -> duckdb.DuckDBPyConnection:
+def connect(path: Path | str, *, read_only: bool = False, auto_migrate: bool = True,
+            memory_limit: str = "") -> duckdb.DuckDBPyConnection:
     """Open the warehouse file (creating its folder), applying pending migrations."""
     target = Path(path)
     if str(path) != ":memory:":
@@ -101,6 +105,12 @@ def connect(path: Path | str, *, read_only: bool = False, auto_migrate: bool = T
             fix="another process may hold it open for writing; wait for it or use another "
             "--db / FAULTLINE_DUCKDB_PATH",
         ) from exc
+    if memory_limit:
+        try:
+            conn.execute(f"SET memory_limit = '{memory_limit.replace(chr(39), '')}'")
+        except duckdb.Error as exc:
+            raise FaultlineError(f"invalid DuckDB memory limit {memory_limit!r}: {exc}",
+                                 fix="set FAULTLINE_DUCKDB_MEMORY_LIMIT to a size such as 2GB or 512MB") from exc
     if auto_migrate and not read_only:
         migrate(conn)
     return conn
@@ -126,3 +136,8 @@ def run_query(conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | Non
     except duckdb.Error as exc:
         raise FaultlineError(f"query failed: {exc}", fix="check the SQL; `faultline db tables` lists tables") from exc
     return QueryResult(columns, rows)
+
+
+def open_warehouse(settings: "Settings", *, auto_migrate: bool = True) -> duckdb.DuckDBPyConnection:
+    """`connect()` with the warehouse path and memory cap from the settings."""
+    return connect(settings.duckdb_path, auto_migrate=auto_migrate, memory_limit=settings.duckdb_memory_limit)

@@ -19,7 +19,7 @@ def ingest_flow(kind: str, paths: list[str], settings: Settings | None = None, f
                 incident_id: str | None = None) -> dict[str, Any]:
     """Ingest files or folders of one kind; each file is a task run. Returns the report as a dict."""
     settings = settings or Settings()
-    conn = db.connect(settings.duckdb_path)
+    conn = db.open_warehouse(settings)
     options: dict[str, Any] = {}
     if kind == "tickets":
         options["mapping_file"] = Path(mapping_file) if mapping_file else None

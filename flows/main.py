@@ -34,7 +34,7 @@ def gather_evidence_task(settings: Settings, ticket: Any, k: int) -> dict[str, A
 def main_flow(corpus: str, settings: Settings | None = None, k: int = 3) -> dict[str, Any]:
     """Ingest `corpus/{tickets,logs,docs}`, sync indexes, and gather evidence per open ticket."""
     settings = settings or Settings()
-    conn = db.connect(settings.duckdb_path)
+    conn = db.open_warehouse(settings)
     flow_run_id = str(runtime.flow_run.id)
     run_id = start_run(conn, "main", settings=settings, prefect_flow_run_id=flow_run_id)
     root = Path(corpus)

@@ -92,3 +92,29 @@ def test_gzip_logs_forced_format_and_incident(conn, settings, tmp_path):
     assert report.files[0].accepted == 1
     row = conn.execute("SELECT severity, component, message, incident_id FROM log_lines").fetchone()
     assert row == ("warning", "main", "disk almost full", "INC-7")
+
+
+def test_large_file_in_batches_matches_one_batch(conn, settings, tmp_path, monkeypatch):
+    from faultline.ingest import log_ingest
+
+    lines = [f"Jun 14 15:{i // 60 % 60:02d}:{i % 60:02d} r{i % 3} bgpd[11]: event {i}" for i in range(5000)]
+    lines[1234] = ""  # a blank line is not a record but still counts for line numbers
+    log = tmp_path / "big.log"
+    log.write_text("\n".join(lines) + "\n")
+    _ingest(conn, settings, log)
+    whole = conn.execute("SELECT line_no, format, ts, host, message FROM log_lines ORDER BY line_no").fetchall()
+    monkeypatch.setattr(log_ingest, "BATCH_BYTES", 4096)  # ~80 batches
+    report = _ingest(conn, settings, log, force=True)
+    batched = conn.execute("SELECT line_no, format, ts, host, message FROM log_lines ORDER BY line_no").fetchall()
+    assert batched == whole and len(whole) == 4999
+    assert whole[1234][0] == 1236 and whole[1234][4] == "event 1235"
+    assert report.files[0].records_in == 4999 and report.files[0].messages[0] == "formats: syslog_rfc3164 4999"
+
+
+def test_file_emptied_later_loses_its_old_lines(conn, settings, tmp_path):
+    log = tmp_path / "r1.log"
+    log.write_text("Jun 14 15:16:01 r1 bgpd[11]: x\n")
+    _ingest(conn, settings, log)
+    log.write_text("")
+    _ingest(conn, settings, log)
+    assert conn.execute("SELECT count(*) FROM log_lines").fetchone()[0] == 0

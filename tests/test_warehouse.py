@@ -91,3 +91,12 @@ def test_db_sql_error_names_the_problem(run_cli, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "no_such_table" in err and "fix:" in err
+
+
+def test_memory_limit_setting_reaches_duckdb_and_bad_values_are_clear(settings):
+    conn = db.open_warehouse(settings.model_copy(update={"duckdb_memory_limit": "512MB"}))
+    limit = conn.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    assert limit.replace(" ", "").upper().startswith(("512", "488"))  # DuckDB prints MiB
+    conn.close()
+    with pytest.raises(FaultlineError, match="FAULTLINE_DUCKDB_MEMORY_LIMIT"):
+        db.open_warehouse(settings.model_copy(update={"duckdb_memory_limit": "lots"}))

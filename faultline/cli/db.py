@@ -14,7 +14,7 @@ def migrate_command(ctx: typer.Context) -> None:
     """Apply pending migrations from warehouse/migrations/."""
     from faultline import db
 
-    conn = db.connect(ctx.obj.duckdb_path, auto_migrate=False)
+    conn = db.open_warehouse(ctx.obj, auto_migrate=False)
     applied = db.migrate(conn)
     if applied:
         for name in applied:
@@ -32,7 +32,7 @@ def sql_command(
     """Run SQL against the warehouse and print the result."""
     from faultline import db
 
-    conn = db.connect(ctx.obj.duckdb_path)
+    conn = db.open_warehouse(ctx.obj)
     result = db.run_query(conn, query)
     if as_json:
         print_json(result.as_dicts())
@@ -50,7 +50,7 @@ def tables_command(
     from faultline import db
     from faultline.catalog import load_table_docs
 
-    conn = db.connect(ctx.obj.duckdb_path)
+    conn = db.open_warehouse(ctx.obj)
     docs = load_table_docs()
     names = [r[0] for r in conn.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"

@@ -30,7 +30,7 @@ def _run(ctx: typer.Context, kind: str, paths: list[Path], force: bool, as_json:
         from faultline import db
         from faultline.ingest.api import ingest_paths
 
-        conn = db.connect(settings.duckdb_path)
+        conn = db.open_warehouse(settings)
         report_dict = ingest_paths(conn, settings, kind, paths, force=force,
                                    progress=settings.progress and not as_json, **options).as_dict()
     if as_json:

@@ -84,7 +84,7 @@ def index_command(
     if kind not in (*_KINDS, "all"):
         raise FaultlineError(f"unknown index {kind!r}", fix="use --kind tickets, docs or all")
     settings = ctx.obj
-    conn = db.connect(settings.duckdb_path)
+    conn = db.open_warehouse(settings)
     embedder = Embedder(settings)
     show = settings.progress and not as_json
     try:

@@ -18,7 +18,7 @@ from faultline.config import Settings
 from faultline.errors import FaultlineError
 from faultline.ingest import store
 from faultline.ingest.prepared import Prepared
-from faultline.ingest.reading import Reject, read_file
+from faultline.ingest.reading import FileIdentity, Reject, identify, read_file
 from faultline.runs import finish_run, record_failure, start_run
 
 Kind = Literal["tickets", "logs", "docs"]
@@ -82,16 +82,18 @@ def expand_paths(kind: str, paths: Iterable[Path]) -> list[Path]:
     return out
 
 
-def _prepare(kind: str, raw, source_file: str, settings: Settings, options: dict[str, Any]) -> Prepared:
+def _prepare(kind: str, ident: FileIdentity, source_file: str, settings: Settings,
+             options: dict[str, Any]) -> Prepared:
+    if kind == "logs":
+        from faultline.ingest.log_ingest import prepare_logs
+
+        return prepare_logs(ident, source_file, settings, log_format=options.get("log_format"),
+                            incident_id=options.get("incident_id"))
+    raw = read_file(ident.path)
     if kind == "tickets":
         from faultline.ingest.ticket_ingest import prepare_tickets
 
         return prepare_tickets(raw, source_file, settings, options.get("mapping_file"))
-    if kind == "logs":
-        from faultline.ingest.log_ingest import prepare_logs
-
-        return prepare_logs(raw, source_file, settings, log_format=options.get("log_format"),
-                            incident_id=options.get("incident_id"))
     if kind == "docs":
         from faultline.ingest.doc_ingest import prepare_docs
 
@@ -99,17 +101,15 @@ def _prepare(kind: str, raw, source_file: str, settings: Settings, options: dict
     raise FaultlineError(f"unknown ingest kind {kind!r}", fix=f"use one of {', '.join(KINDS)}")
 
 
-def _validate(prepared: Prepared, settings: Settings) -> tuple[pa.Table, list[Reject]]:
-    """Split candidates into accepted rows and GX rejections."""
-    from faultline.quality.suites import load_suite, validate_frame
+def _validate(cand: pa.Table, prepared: Prepared, suite: Any) -> tuple[pa.Table, list[Reject]]:
+    """Split one batch of candidates into accepted rows and Great Expectations rejections."""
+    from faultline.quality.suites import validate_frame
 
-    suite = load_suite(prepared.table, settings)
-    cand = prepared.candidates
-    needed = sorted({e.kwargs.get("column") for e in suite.expectations if e.kwargs.get("column")})
+    drop = [c for c in prepared.drop_columns if c in cand.column_names]
     if cand.num_rows == 0:
-        return cand.drop_columns([c for c in prepared.drop_columns if c in cand.column_names]), []
-    frame = cand.select([c for c in needed if c in cand.column_names]).to_pandas()
-    failures = validate_frame(frame, suite)
+        return cand.drop_columns(drop), []
+    needed = sorted({e.kwargs.get("column") for e in suite.expectations if e.kwargs.get("column")})
+    failures = validate_frame(cand.select([c for c in needed if c in cand.column_names]).to_pandas(), suite)
     rejects: list[Reject] = []
     if failures:
         record_nos = cand.column(prepared.record_no_column)
@@ -124,40 +124,60 @@ def _validate(prepared: Prepared, settings: Settings) -> tuple[pa.Table, list[Re
         for pos in failures:
             keep[pos] = False
         cand = cand.filter(pa.array(keep))
-    return cand.drop_columns([c for c in prepared.drop_columns if c in cand.column_names]), rejects
+    return cand.drop_columns(drop), rejects
 
 
 def ingest_file(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, path: Path, *,
                 run_id: str | None, force: bool = False, **options: Any) -> FileReport:
-    """Ingest one file; raises on unexpected errors (the caller records them)."""
+    """Ingest one file; raises on unexpected errors (the caller records them).
+
+    Whole files (tickets, docs) are written in one transaction. Streamed files (logs) commit
+    batch by batch, so memory stays bounded; if one fails midway its partial rows are removed
+    and, with no ledger line written, the next ingest processes it again.
+    """
+    from faultline.quality.suites import load_suite
+
     source_file = str(path.resolve())
-    raw = read_file(path)
-    if not force and store.known_sha(conn, kind, source_file) == raw.sha256:
+    ident = identify(path)
+    if not force and store.known_sha(conn, kind, source_file) == ident.sha256:
         return FileReport(source_file, kind, "unchanged", messages=["unchanged since the last ingest; skipped"])
-    prepared = _prepare(kind, raw, source_file, settings, options)
-    accepted, gx_rejects = _validate(prepared, settings)
-    rejects = prepared.rejects + gx_rejects
-    if accepted.num_rows + len(rejects) != prepared.records_in:
-        raise RuntimeError(f"ingest lost records in {source_file}: {prepared.records_in} read, "
-                           f"{accepted.num_rows} accepted, {len(rejects)} quarantined")
+    prepared = _prepare(kind, ident, source_file, settings, options)
+    suite = load_suite(prepared.table, settings)
+    streamed = prepared.batches is not None
+    rejects = list(prepared.rejects)
+    accepted = 0
+    counts: dict[str, int] = {}
     conn.execute("BEGIN TRANSACTION")
     try:
-        counts = prepared.writer(conn, accepted, source_file)
+        for number, batch in enumerate(prepared.candidate_batches()):
+            kept, gx_rejects = _validate(batch, prepared, suite)
+            rejects += gx_rejects
+            accepted += kept.num_rows
+            for key, value in prepared.writer(conn, kept, source_file, number == 0).items():
+                counts[key] = counts.get(key, 0) + value
+            if streamed:
+                conn.execute("COMMIT")
+                conn.execute("BEGIN TRANSACTION")
+        if accepted + len(rejects) != prepared.records_in:
+            raise RuntimeError(f"ingest lost records in {source_file}: {prepared.records_in} read, "
+                               f"{accepted} accepted, {len(rejects)} quarantined")
         store.replace_quarantine(conn, target_table=prepared.table, source_file=source_file, rejects=rejects,
                                  run_id=run_id)
-        store.record_file(conn, kind=kind, source_file=source_file, sha256=raw.sha256, size_bytes=raw.size_bytes,
-                          records_in=prepared.records_in, accepted=accepted.num_rows, quarantined=len(rejects),
-                          run_id=run_id)
+        store.record_file(conn, kind=kind, source_file=source_file, sha256=ident.sha256,
+                          size_bytes=ident.size_bytes, records_in=prepared.records_in, accepted=accepted,
+                          quarantined=len(rejects), run_id=run_id)
         conn.execute("COMMIT")
     except Exception:
         conn.execute("ROLLBACK")
+        if streamed:
+            conn.execute(f"DELETE FROM {prepared.table} WHERE source_file = ?", [source_file])
         raise
     messages = list(prepared.messages)
     if rejects:
         checks = sorted({r.check for r in rejects})
         messages.append(f"{len(rejects)} record(s) quarantined ({', '.join(checks)}); "
                         "see: faultline db sql \"select * from quarantine\"")
-    return FileReport(source_file, kind, "ingested", prepared.records_in, accepted.num_rows, len(rejects),
+    return FileReport(source_file, kind, "ingested", prepared.records_in, accepted, len(rejects),
                       counts.get("inserted", 0), counts.get("updated", 0), messages)
 
 

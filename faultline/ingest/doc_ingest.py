@@ -22,7 +22,7 @@ _SCHEMA = pa.schema([
 ])
 
 
-def _write(conn: duckdb.DuckDBPyConnection, accepted: pa.Table, source_file: str) -> dict[str, int]:
+def _write(conn: duckdb.DuckDBPyConnection, accepted: pa.Table, source_file: str, _first: bool) -> dict[str, int]:
     store.replace_file_rows(conn, "doc_chunks", source_file, accepted)
     return {"inserted": accepted.num_rows}
 

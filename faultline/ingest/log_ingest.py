@@ -1,8 +1,14 @@
-"""Preparing a log file for the ingest pipeline: lines → parsed columns (Polars)."""
+"""Preparing a log file for the ingest pipeline: lines → parsed columns (Polars), in batches.
+
+A log file is streamed a block at a time (split at line ends, gzip decompressed on the fly), so
+memory follows the batch size rather than the file size. The format is detected once, on the first
+block, and applied to the whole file.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Iterator
 
 import duckdb
 import polars as pl
@@ -11,15 +17,16 @@ import pyarrow as pa
 from faultline.config import Settings
 from faultline.ingest import store
 from faultline.ingest.prepared import Prepared
-from faultline.ingest.reading import RawFile, Reject, binary_reason, text_lines
+from faultline.ingest.reading import FileIdentity, Reject, binary_reason, line_blocks, text_lines
 
 LOG_COLUMNS = [
     "source_file", "line_no", "file_sha256", "format", "parsed", "ts", "host", "severity",
     "severity_raw", "component", "pid", "message", "raw", "decode_error", "incident_id", "ingested_at",
 ]
+BATCH_BYTES = 16 * 1024 * 1024
 
 
-def _default_year(raw: RawFile, settings: Settings) -> int:
+def _default_year(raw: FileIdentity, settings: Settings) -> int:
     if settings.log_default_year is not None:
         return settings.log_default_year
     try:
@@ -36,45 +43,67 @@ def _resolve_format(log_format: str | None):  # -> str | LogFormat | None
     return log_format
 
 
-def _write(conn: duckdb.DuckDBPyConnection, accepted: pa.Table, source_file: str) -> dict[str, int]:
-    store.replace_file_rows(conn, "log_lines", source_file, accepted)
+def _write(conn: duckdb.DuckDBPyConnection, accepted: pa.Table, source_file: str, first: bool) -> dict[str, int]:
+    if first:
+        conn.execute("DELETE FROM log_lines WHERE source_file = ?", [source_file])
+    store.insert_rows(conn, "log_lines", accepted)
     return {"inserted": accepted.num_rows}
 
 
-def prepare_logs(raw: RawFile, source_file: str, settings: Settings, *, log_format: str | None,
-                 incident_id: str | None) -> Prepared:
-    """Split, decode and parse a log file; a binary file is one rejected record."""
-    from faultline.ingest.logformats import parse_lines
+def _binary(raw: FileIdentity, head_bytes: bytes, why: str) -> Prepared:
+    head = head_bytes[:256].hex()
+    reject = Reject(0, "file_is_text", f"{raw.path.name} is not a text log: it {why}; "
+                    "pass the text log (gzip is read directly)", f"first bytes (hex): {head}")
+    empty = pa.table({c: pa.array([], pa.string()) for c in ("line_no", "raw")})
+    return Prepared("log_lines", 1, empty, [reject], "line_no", "raw", _write, messages=[reject.reason])
 
-    why = binary_reason(raw.data)
+
+def prepare_logs(raw: FileIdentity, source_file: str, settings: Settings, *, log_format: str | None,
+                 incident_id: str | None, batch_bytes: int | None = None) -> Prepared:
+    """Stream, decode and parse a log file in batches; a binary file is one rejected record."""
+    first_block = next(line_blocks(raw, 8192))[0]
+    why = binary_reason(first_block)
     if why:
-        head = raw.data[:256].hex()
-        reject = Reject(0, "file_is_text", f"{raw.path.name} is not a text log: it {why}; "
-                        "pass the text log (gzip is read directly)", f"first bytes (hex): {head}")
-        empty = pa.table({c: pa.array([], pa.string()) for c in ("line_no", "raw")})
-        return Prepared("log_lines", 1, empty, [reject], "line_no", "raw", _write, messages=[reject.reason])
-    lines = text_lines(raw.data)
-    fmt = _resolve_format(log_format)
-    parsed = parse_lines(lines.select("line_no", "raw"), fmt=fmt, default_year=_default_year(raw, settings))
-    frame = parsed.with_columns(
-        lines["decode_error"], lines["raw_bytes"],
-        pl.lit(source_file).alias("source_file"),
-        pl.lit(raw.sha256).alias("file_sha256"),
-        pl.lit(incident_id, dtype=pl.Utf8).alias("incident_id"),
-        pl.lit(datetime.now().astimezone()).alias("ingested_at"),
-    ).select(*LOG_COLUMNS, "raw_bytes")
-    messages = []
-    if frame.height:
-        formats = frame.group_by("format").len().sort("len", descending=True)
-        messages.append("formats: " + ", ".join(f"{f} {n}" for f, n in formats.iter_rows()))
-        bad = int(frame["decode_error"].sum())
-        if bad:
-            messages.append(f"{bad} line(s) held bytes that are not valid UTF-8: kept, shown as \\xNN, "
-                            "flagged log_lines.decode_error")
-    else:
-        messages.append(f"{raw.path.name} has no log lines (empty file)")
-    return Prepared(
-        table="log_lines", records_in=frame.height, candidates=frame.to_arrow(), rejects=[],
-        record_no_column="line_no", raw_column="raw", writer=_write, drop_columns=["raw_bytes"],
-        messages=messages,
+        return _binary(raw, first_block, why)
+    prepared = Prepared(
+        table="log_lines", records_in=0, candidates=None, rejects=[], record_no_column="line_no",
+        raw_column="raw", writer=_write, drop_columns=["raw_bytes"],
     )
+    prepared.batches = _batches(raw, source_file, settings, _resolve_format(log_format), incident_id,
+                                batch_bytes or BATCH_BYTES, prepared)
+    return prepared
+
+
+def _batches(raw: FileIdentity, source_file: str, settings: Settings, fmt, incident_id: str | None,
+             batch_bytes: int, prepared: Prepared) -> Iterator[pa.Table]:
+    from faultline.ingest.logformats import detect_format, parse_lines
+
+    year = _default_year(raw, settings)
+    formats: dict[str, int] = {}
+    bad_utf8 = 0
+    ingested_at = datetime.now().astimezone()
+    for chunk, first_line in line_blocks(raw, batch_bytes):
+        lines = text_lines(chunk).with_columns(pl.col("line_no") + (first_line - 1))
+        if fmt is None:  # detect once, on the first slice, for the whole file
+            fmt = detect_format(lines["raw"].head(2000).to_list()).name
+        parsed = parse_lines(lines.select("line_no", "raw"), fmt=fmt, default_year=year)
+        frame = parsed.with_columns(
+            lines["decode_error"], lines["raw_bytes"],
+            pl.lit(source_file).alias("source_file"),
+            pl.lit(raw.sha256).alias("file_sha256"),
+            pl.lit(incident_id, dtype=pl.Utf8).alias("incident_id"),
+            pl.lit(ingested_at).alias("ingested_at"),
+        ).select(*LOG_COLUMNS, "raw_bytes")
+        prepared.records_in += frame.height
+        for name, count in frame.group_by("format").len().iter_rows():
+            formats[name] = formats.get(name, 0) + count
+        bad_utf8 += int(frame["decode_error"].sum())
+        yield frame.to_arrow()
+    if formats:
+        ranked = sorted(formats.items(), key=lambda kv: -kv[1])
+        prepared.messages.append("formats: " + ", ".join(f"{f} {n}" for f, n in ranked))
+    else:
+        prepared.messages.append(f"{raw.path.name} has no log lines (empty file)")
+    if bad_utf8:
+        prepared.messages.append(f"{bad_utf8} line(s) held bytes that are not valid UTF-8: kept, shown as \\xNN, "
+                                 "flagged log_lines.decode_error")

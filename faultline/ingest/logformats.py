@@ -251,8 +251,8 @@ def parse_lines(
     `lines` has `line_no` (Int64) and `raw` (Utf8, no line terminator). The result keeps every
     row, in order, with the input columns plus format, parsed, ts (naive, as written), host,
     severity (one of the eight syslog names or null), severity_raw, component, pid and message.
-    `fmt` is a registered name, a LogFormat (see format_from_template) or None to detect the
-    format from the first lines; lines the format does not match come back with format "raw",
+    `fmt` is a registered name, a LogFormat (see format_from_template), "raw" (parse nothing) or
+    None to detect the format from the first lines; lines the format does not match come back with format "raw",
     parsed false, message = raw and null fields. Year-less timestamps take `default_year`.
     """
     missing = {"line_no", "raw"} - set(lines.columns)
@@ -274,6 +274,8 @@ def parse_lines(
         if guess.name == RAW:
             return _all_raw(lines)
         chosen = get_format(guess.name)
+    elif fmt == RAW:
+        return _all_raw(lines)
     else:
         chosen = _resolve(fmt)
     return _apply(lines, chosen, default_year)

@@ -10,6 +10,7 @@ import gzip
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import polars as pl
 
@@ -55,6 +56,57 @@ def read_file(path: Path) -> RawFile:
             raise FaultlineError(f"{path} looks gzipped but cannot be decompressed: {exc}",
                                  fix="check the file is a complete .gz archive") from exc
     return RawFile(path=path, data=data, sha256=sha, size_bytes=len(blob))
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    """A file's content hash and size, taken without holding the file in memory."""
+
+    path: Path
+    sha256: str
+    size_bytes: int
+    gzipped: bool
+
+
+def identify(path: Path) -> FileIdentity:
+    """Hash a file in blocks (for the unchanged-file check before any parsing)."""
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(2)
+            digest.update(head)
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+            size = handle.tell()
+    except OSError as exc:
+        raise FaultlineError(f"cannot read {path}: {exc.strerror}", fix="check the path and its permissions") from exc
+    return FileIdentity(path, digest.hexdigest(), size, head == b"\x1f\x8b")
+
+
+def line_blocks(ident: FileIdentity, size: int) -> Iterator[tuple[bytes, int]]:
+    """Blocks of about `size` bytes that end at a line end, each with its first line's number.
+
+    Gzipped files are decompressed as they stream. An empty file yields one empty block.
+    """
+    opener = gzip.open if ident.gzipped else open
+    line_no, carry, sent = 1, b"", False
+    try:
+        with opener(ident.path, "rb") as handle:
+            for block in iter(lambda: handle.read(size), b""):
+                block = carry + block
+                cut = block.rfind(b"\n") + 1
+                if cut == 0:
+                    carry = block
+                    continue
+                carry = block[cut:]
+                yield block[:cut], line_no
+                sent = True
+                line_no += block.count(b"\n", 0, cut)
+    except (OSError, EOFError) as exc:
+        raise FaultlineError(f"{ident.path} cannot be read to the end: {exc}",
+                             fix="check the file (a truncated .gz archive fails here)") from exc
+    if carry or not sent:
+        yield carry, line_no
 
 
 def binary_reason(data: bytes) -> str | None:

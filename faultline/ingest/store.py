@@ -70,15 +70,20 @@ def upsert_tickets(conn: duckdb.DuckDBPyConnection, staged: pa.Table) -> dict[st
     return {"inserted": inserted, "updated": updated, "unchanged": unchanged, "stale": stale}
 
 
-def replace_file_rows(conn: duckdb.DuckDBPyConnection, table: str, source_file: str, rows: pa.Table) -> None:
-    """Replace every row `source_file` wrote to `table` (logs, docs) with Arrow `rows`."""
-    conn.execute(f"DELETE FROM {table} WHERE source_file = ?", [source_file])
+def insert_rows(conn: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
+    """Append Arrow `rows` to `table`, matching columns by name."""
     conn.register("staged_rows", rows)
     try:
         columns = ", ".join(rows.column_names)
         conn.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM staged_rows")
     finally:
         conn.unregister("staged_rows")
+
+
+def replace_file_rows(conn: duckdb.DuckDBPyConnection, table: str, source_file: str, rows: pa.Table) -> None:
+    """Replace every row `source_file` wrote to `table` (logs, docs) with Arrow `rows`."""
+    conn.execute(f"DELETE FROM {table} WHERE source_file = ?", [source_file])
+    insert_rows(conn, table, rows)
 
 
 def quarantine_id(target_table: str, source_file: str, record_no: int, check: str) -> str:

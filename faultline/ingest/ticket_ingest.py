@@ -34,7 +34,7 @@ def prepare_tickets(raw: RawFile, source_file: str, settings: Settings, mapping_
     table = store.ticket_table(rows, source=name, source_file=source_file)
     table = table.append_column("_raw", pa.array([r["_raw"] for r in rows], pa.string()))
 
-    def write(conn: duckdb.DuckDBPyConnection, accepted: pa.Table, _source_file: str) -> dict[str, int]:
+    def write(conn: duckdb.DuckDBPyConnection, accepted: pa.Table, _source_file: str, _first: bool) -> dict[str, int]:
         return store.upsert_tickets(conn, accepted)
 
     messages = [f"mapping: {name}" + (f" ({mapping.description})" if mapping and mapping.description else "")]
