@@ -68,10 +68,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except Exception as exc:  # click usage errors arrive as ClickException
-        import click
-
-        if isinstance(exc, click.ClickException):
+    except Exception as exc:  # usage errors: typer carries its own copy of click
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):
             exc.show()
             sys.exit(exc.exit_code)
         raise
