@@ -7,48 +7,10 @@ land on the same id and a rerun replaces its earlier rows.
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
-
-
-def _files(paths: list[Path]) -> list[Path]:
-    from faultline.errors import FaultlineError
-
-    found: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*") if p.is_file()))
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise FaultlineError(f"log file {path} does not exist", fix="check the path")
-    if not found:
-        raise FaultlineError("no log files found", fix="pass log files, or folders holding them")
-    return found
-
-
-def read_log_lines(paths: list[Path], log_format: str | None, default_year: int | None) -> Any:
-    """Parse the files into one frame (source_file, line_no, parsed columns), file by file."""
-    import polars as pl
-
-    from faultline.errors import FaultlineError
-    from faultline.ingest.logformats import format_from_template, parse_lines
-    from faultline.ingest.reading import binary_reason, read_file, text_lines
-
-    fmt: Any = format_from_template(log_format) if log_format and "<" in log_format else log_format
-    frames = []
-    for path in _files(paths):
-        raw = read_file(path)
-        why = binary_reason(raw.data)
-        if why:
-            raise FaultlineError(f"{path} is not a text log: it {why}", fix="pass text logs (gzip is read directly)")
-        year = default_year or datetime.fromtimestamp(path.stat().st_mtime).year
-        parsed = parse_lines(text_lines(raw.data).select("line_no", "raw"), fmt=fmt, default_year=year)
-        frames.append(parsed.with_columns(pl.lit(str(path.resolve())).alias("source_file")))
-    return pl.concat(frames, how="vertical_relaxed")
 
 
 def templates_command(
@@ -70,14 +32,16 @@ def templates_command(
     from faultline.logs.templates import (adhoc_incident_id, default_miner_config, mine_templates,
                                           template_stats, write_templates)
 
+    from faultline.logs.pipeline import lines_from_files
+
     settings = ctx.obj
-    lines = read_log_lines(files, log_format, settings.log_default_year)
+    lines = lines_from_files(files, settings, log_format)
     formats = [f for f in lines.get_column("format").unique().to_list() if f and f != "raw"]
     config = default_miner_config()
     messages = lines.select(pl.coalesce("message", "raw")).to_series()
     mined = mine_templates(messages, config, fmt=formats[0] if len(formats) == 1 else None)
     incident_id = adhoc_incident_id(files)
-    conn = db.connect(settings.duckdb_path)
+    conn = db.open_warehouse(settings)
     try:
         write_templates(conn, incident_id, lines, mined, config)
     finally:

@@ -8,6 +8,7 @@ block, and applied to the whole file.
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Iterator
 
 import duckdb
@@ -26,16 +27,18 @@ LOG_COLUMNS = [
 BATCH_BYTES = 16 * 1024 * 1024
 
 
-def _default_year(raw: FileIdentity, settings: Settings) -> int:
+def default_year(path: Path, settings: Settings) -> int:
+    """Year for year-less timestamps: the setting, else the year the file was last modified."""
     if settings.log_default_year is not None:
         return settings.log_default_year
     try:
-        return datetime.fromtimestamp(raw.path.stat().st_mtime).year
+        return datetime.fromtimestamp(path.stat().st_mtime).year
     except OSError:
         return datetime.now().year
 
 
-def _resolve_format(log_format: str | None):  # -> str | LogFormat | None
+def resolve_log_format(log_format: str | None):  # -> str | LogFormat | None
+    """A `--log-format` value: a template (has `<Field>`s) becomes a LogFormat; names pass through."""
     if log_format and "<" in log_format:
         from faultline.ingest.logformats import format_from_template
 
@@ -69,7 +72,7 @@ def prepare_logs(raw: FileIdentity, source_file: str, settings: Settings, *, log
         table="log_lines", records_in=0, candidates=None, rejects=[], record_no_column="line_no",
         raw_column="raw", writer=_write, drop_columns=["raw_bytes"],
     )
-    prepared.batches = _batches(raw, source_file, settings, _resolve_format(log_format), incident_id,
+    prepared.batches = _batches(raw, source_file, settings, resolve_log_format(log_format), incident_id,
                                 batch_bytes or BATCH_BYTES, prepared)
     return prepared
 
@@ -78,7 +81,7 @@ def _batches(raw: FileIdentity, source_file: str, settings: Settings, fmt, incid
              batch_bytes: int, prepared: Prepared) -> Iterator[pa.Table]:
     from faultline.ingest.logformats import detect_format, parse_lines
 
-    year = _default_year(raw, settings)
+    year = default_year(raw.path, settings)
     formats: dict[str, int] = {}
     bad_utf8 = 0
     ingested_at = datetime.now().astimezone()

@@ -21,7 +21,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -210,15 +209,6 @@ def _config_dict(config: MinerConfig) -> dict[str, Any]:
     return json.loads(config.as_json())
 
 
-def _year(path: Path, settings: Settings) -> int:
-    if settings.log_default_year is not None:
-        return settings.log_default_year
-    try:
-        return datetime.fromtimestamp(path.stat().st_mtime).year
-    except OSError:
-        return datetime.now().year
-
-
 def _expand(paths: Sequence[Path]) -> list[Path]:
     found: list[Path] = []
     for path in paths:
@@ -237,10 +227,11 @@ def lines_from_files(paths: Sequence[Path], settings: Settings, log_format: str 
     Returns the log_lines columns plus `format`, ordered by file then line; `source_file` is the
     resolved path, as `faultline ingest logs` stores it. Binary files raise FaultlineError.
     """
-    from faultline.ingest.logformats import format_from_template, parse_lines
+    from faultline.ingest.log_ingest import default_year, resolve_log_format
+    from faultline.ingest.logformats import parse_lines
     from faultline.ingest.reading import binary_reason, read_file, text_lines
 
-    fmt: Any = format_from_template(log_format) if log_format and "<" in log_format else log_format
+    fmt: Any = resolve_log_format(log_format)
     frames = []
     for path in _expand(paths):
         raw = read_file(path)
@@ -248,7 +239,7 @@ def lines_from_files(paths: Sequence[Path], settings: Settings, log_format: str 
         if why:
             raise FaultlineError(f"{path} is not a text log: it {why}", fix="pass text logs (gzip is read directly)")
         parsed = parse_lines(text_lines(raw.data).select("line_no", "raw"), fmt=fmt,
-                             default_year=_year(path, settings))
+                             default_year=default_year(path, settings))
         frames.append(parsed.with_columns(pl.lit(str(path.resolve())).alias("source_file")))
     if not frames:
         raise FaultlineError("no log files found", fix="pass log files or folders with --log")
