@@ -37,7 +37,7 @@ def excerpt_command(
     mined = mine_incident_templates(lines, config)
     excerpt = build_excerpt(lines, settings=settings, ticket_text=ticket, similar_texts=similar,
                             incident_id=incident_id, miner_config=config, mined=mined)
-    conn = db.connect(settings.duckdb_path)
+    conn = db.open_warehouse(settings)
     try:
         write_templates(conn, incident_id, lines, mined, config)
         write_excerpt(conn, excerpt)
