@@ -1,4 +1,5 @@
-"""The main job: ingest a corpus, refresh the search indexes, gather evidence for the backlog.
+"""The main job: ingest a corpus, refresh the search indexes, gather evidence for the backlog
+(similar tickets, documentation, a log excerpt per open ticket).
 
 `faultline run` runs it on the shipped sample; later stages (ASTRA, SADE, evaluation, marts)
 extend this flow.
@@ -14,7 +15,7 @@ from prefect import flow, runtime, task
 from prefect.cache_policies import NO_CACHE
 
 from faultline import db
-from faultline.backlog import gather_evidence, open_tickets
+from faultline.backlog import TicketEvidence, excerpt_for_ticket, gather_evidence, key_lines, open_tickets
 from faultline.config import Settings
 from faultline.ingest.api import ingest_paths
 from faultline.runs import finish_run, start_run
@@ -23,11 +24,21 @@ from tasks.ingest import ingest_file_task
 
 
 @task(name="gather-evidence", cache_policy=NO_CACHE, task_run_name="evidence: {ticket.ticket_id}")
-def gather_evidence_task(settings: Settings, ticket: Any, k: int) -> dict[str, Any]:
+def gather_evidence_task(settings: Settings, ticket: Any, k: int) -> TicketEvidence:
     """Similar resolved tickets and doc sections for one open ticket."""
     from faultline.retrieval.embed import Embedder
 
-    return asdict(gather_evidence(settings, ticket, k=k, embedder=Embedder(settings)))
+    return gather_evidence(settings, ticket, k=k, embedder=Embedder(settings))
+
+
+@task(name="log-excerpt", cache_policy=NO_CACHE, task_run_name="log excerpt: {evidence.ticket.ticket_id}")
+def log_excerpt_task(conn: Any, settings: Settings, evidence: TicketEvidence, lines: Any, mined: Any,
+                     miner_config: Any) -> dict[str, Any]:
+    """The ticket's capped log excerpt (stored in log_excerpts); returns a summary."""
+    excerpt = excerpt_for_ticket(conn, settings, evidence, lines, mined, miner_config)
+    return {"excerpt_lines": len(excerpt.lines), "input_lines": excerpt.input_lines,
+            "level_counts": excerpt.excerpt_level_counts(), "truncated": excerpt.truncated,
+            "key_lines": key_lines(excerpt, 4)}
 
 
 @flow(name="faultline-main", flow_run_name="main: {corpus}")
@@ -38,17 +49,29 @@ def main_flow(corpus: str, settings: Settings | None = None, k: int = 3) -> dict
     flow_run_id = str(runtime.flow_run.id)
     run_id = start_run(conn, "main", settings=settings, prefect_flow_run_id=flow_run_id)
     root = Path(corpus)
-    ingests = {}
+    ingests, log_files = {}, []
     for kind in ("tickets", "logs", "docs"):
         folder = root / kind
         if folder.is_dir():
             report = ingest_paths(conn, settings, kind, [folder], prefect_flow_run_id=flow_run_id,
                                   per_file=ingest_file_task)
             ingests[kind] = report.totals()
+            if kind == "logs":
+                log_files = [f.path for f in report.files if f.status != "failed"]
     indexes = {kind: sync_index_task(conn, settings, kind) for kind in ("tickets", "docs")}
     backlog = open_tickets(conn)
     evidence = [gather_evidence_task(settings, ticket, k) for ticket in backlog]
+    excerpts = []
+    if log_files:
+        from faultline.logs.pipeline import lines_for_files, mine_incident_templates
+        from faultline.logs.templates import default_miner_config
+
+        lines = lines_for_files(conn, log_files)
+        miner_config = default_miner_config()
+        mined = mine_incident_templates(lines, miner_config)
+        excerpts = [log_excerpt_task(conn, settings, item, lines, mined, miner_config) for item in evidence]
     failed = sum(t.get("failed_files", 0) for t in ingests.values())
     stats = {"ingest": ingests, "index": indexes, "open_tickets": len(backlog)}
     finish_run(conn, run_id, status="completed_with_failures" if failed else "completed", stats=stats)
-    return {"run_id": run_id, "prefect_flow_run_id": flow_run_id, **stats, "evidence": evidence}
+    items = [{**asdict(item), "log_excerpt": excerpts[i] if excerpts else None} for i, item in enumerate(evidence)]
+    return {"run_id": run_id, "prefect_flow_run_id": flow_run_id, **stats, "evidence": items}

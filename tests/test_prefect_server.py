@@ -107,3 +107,13 @@ def test_main_job_runs_as_one_flow_with_a_task_per_step(prefect_api, tmp_path):
     assert any(n.startswith("ingest tickets") for n in names)
     assert any(n.startswith("sync index") for n in names)
     assert sum(n.startswith("evidence") for n in names) == result["open_tickets"] > 0
+    assert sum(n.startswith("log excerpt") for n in names) == result["open_tickets"]
+
+    import duckdb
+
+    conn = duckdb.connect(str(tmp_path / "fl.duckdb"), read_only=True)
+    stored = conn.execute("SELECT incident_id, excerpt_lines FROM log_excerpts ORDER BY 1").fetchall()
+    assert [r[0] for r in stored] == sorted(item["ticket"]["ticket_id"] for item in result["evidence"])
+    assert all(0 < r[1] <= 2000 for r in stored)
+    dhcp = next(item for item in result["evidence"] if "IP address" in item["ticket"]["title"])
+    assert "dnsmasq" in dhcp["log_excerpt"]["key_lines"][0]  # the ticket's own words rank its evidence first

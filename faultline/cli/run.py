@@ -41,4 +41,12 @@ def run_command(
             typer.echo(f"  similar  {hit['score']:.3f}  {hit['id']}  {hit['title']}")
         for hit in item["docs"]:
             typer.echo(f"  doc      {hit['score']:.3f}  {hit['title']}")
+        excerpt = item.get("log_excerpt")
+        if excerpt:
+            counts = excerpt["level_counts"]
+            typer.echo(f"  logs     excerpt of {excerpt['excerpt_lines']} of {excerpt['input_lines']} lines "
+                       f"(L1 {counts['L1']}, L2 {counts['L2']}, L3 {counts['L3']}, L4 {counts['L4']}, "
+                       f"L5 {counts['L5']}, context {counts['context']})")
+            for text in excerpt["key_lines"]:
+                typer.echo(f"           {text[:150]}")
     typer.echo(f"\nwarehouse: {ctx.obj.duckdb_path}  (try: faultline db sql \"select * from runs\")")

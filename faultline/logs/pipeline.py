@@ -38,11 +38,13 @@ from faultline.logs.vocab import LEVELS, Vocab, default_vocab
 
 LINE_COLUMNS: tuple[str, ...] = (*INPUT_COLUMNS, "format")
 
-_LINES_SQL = """
+_LINE_SELECT = """
 SELECT source_file, CAST(line_no AS BIGINT) AS line_no, ts, host, severity, severity_raw, component, pid,
        message, raw, format
-FROM log_lines WHERE incident_id = ? ORDER BY source_file, line_no
+FROM log_lines
 """
+_LINES_SQL = _LINE_SELECT + "WHERE incident_id = ? ORDER BY source_file, line_no"
+_FILE_LINES_SQL = _LINE_SELECT + "WHERE list_contains(?, source_file) ORDER BY source_file, line_no"
 
 
 def template_format(lines: pl.DataFrame) -> str | None:
@@ -249,3 +251,8 @@ def lines_from_files(paths: Sequence[Path], settings: Settings, log_format: str 
 def lines_for_incident(conn: duckdb.DuckDBPyConnection, incident_id: str) -> pl.DataFrame:
     """The incident's rows of log_lines (log_lines columns plus `format`), by file and line."""
     return conn.sql(_LINES_SQL, params=[incident_id]).pl()
+
+
+def lines_for_files(conn: duckdb.DuckDBPyConnection, source_files: Sequence[str]) -> pl.DataFrame:
+    """The log_lines rows of the given (ingested) files, by file and line."""
+    return conn.sql(_FILE_LINES_SQL, params=[list(source_files)]).pl()
