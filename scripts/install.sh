@@ -19,11 +19,22 @@ retry() {
   done
 }
 
-# System packages: only python3 with venv is needed so far.
-if ! python3 -c "import venv, ensurepip" 2>/dev/null; then
-  if command -v apt-get >/dev/null; then
-    retry apt-get update -q && retry apt-get install -y -q python3-venv
-  fi
+# System packages: python3 with venv; with --dev as root, also the network lab's daemons and tools
+# (the lab and its tests need root; the product's embedded default does not).
+apt_packages=()
+python3 -c "import venv, ensurepip" 2>/dev/null || apt_packages+=(python3-venv)
+if [ "${1:-}" = "--dev" ] && [ "$(id -u)" = 0 ]; then
+  apt_packages+=(frr nftables dnsmasq nginx-light iproute2 iputils-ping traceroute dnsutils curl procps
+                 psmisc bridge-utils iptables busybox stress-ng ethtool)
+fi
+missing=()
+for pkg in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ] && command -v apt-get >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  retry apt-get update -q
+  retry apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv

@@ -1,0 +1,1 @@
+"""The network lab: NIKA-shaped scenarios in Linux network namespaces, faults, and read-only probes."""
