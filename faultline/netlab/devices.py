@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 LAB_PREFIX = "fl-"
-_DEVICE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,30}$")
+_DEVICE_NAME = re.compile(r"[a-z][a-z0-9_-]{0,30}")
 
 
 def valid_device_name(name: str) -> bool:
     """Device names are short lower-case identifiers: nothing a shell or `ip` could misread."""
-    return bool(_DEVICE_NAME.match(name))
+    return bool(_DEVICE_NAME.fullmatch(name))
 
 
 def namespace_name(device: str, prefix: str = LAB_PREFIX) -> str:

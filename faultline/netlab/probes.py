@@ -1,0 +1,226 @@
+"""The probe API: the only way diagnosis code touches a lab device.
+
+A registry (an allowlist) of read-only probes by name. `run_probe(ctx, "ping", src="h1",
+dst_ip="10.0.2.2")` validates every argument (see `validate`), runs one argument vector through
+the `Runner` and returns a `ProbeOutput` with a typed record plus the raw text. Anything refused
+raises `ProbeError` before a process is started.
+
+Probes: ping, traceroute, ip_addr, ip_route, ip_link, ip_neigh, nft_ruleset, iptables_rules,
+tc_qdisc, vtysh_show, sockets, processes, nstat, bridge_fdb, dig, http_get, read_file,
+reachability (see `reachability.py`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, SerializeAsAny
+
+from faultline.netlab import parse_services as ps
+from faultline.netlab import parsers as pp
+from faultline.netlab import validate as v
+from faultline.netlab.devices import DeviceDirectory
+from faultline.netlab.records import FileContent, Record
+from faultline.netlab.runner import CommandResult, Runner
+from faultline.netlab.validate import ProbeError
+
+__all__ = ["ProbeContext", "ProbeError", "ProbeOutput", "probe_names", "register", "run_probe"]
+
+
+class ProbeOutput(BaseModel):
+    """What every probe returns: the typed record, the raw text and the command that produced it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    probe: str
+    device: str | None  # None for lab-wide probes (reachability)
+    args: dict[str, Any]
+    record: SerializeAsAny[Record]
+    raw: str
+    result: CommandResult | None  # None for probes that aggregate many commands
+
+
+@dataclass
+class ProbeContext:
+    """What probes run against: the device directory, the runner and each device's readable file roots."""
+
+    directory: DeviceDirectory
+    runner: Runner = field(default_factory=Runner)
+    file_roots: Mapping[str, Sequence[str]] = field(default_factory=dict)  # device -> allowed directories
+
+
+ProbeFunc = Callable[..., ProbeOutput]
+_REGISTRY: dict[str, ProbeFunc] = {}
+
+
+def register(name: str) -> Callable[[ProbeFunc], ProbeFunc]:
+    """Add a probe to the allowlist; built-ins register the same way."""
+
+    def add(func: ProbeFunc) -> ProbeFunc:
+        _REGISTRY[name] = func
+        return func
+
+    return add
+
+
+def _load_builtins() -> None:
+    from faultline.netlab import reachability  # noqa: F401  (registers "reachability")
+
+
+def probe_names() -> list[str]:
+    """Every registered probe name, sorted."""
+    _load_builtins()
+    return sorted(_REGISTRY)
+
+
+def run_probe(ctx: ProbeContext, name: str, /, **args: Any) -> ProbeOutput:
+    """Validate and run probe `name`; ProbeError for unknown probes, unknown arguments or bad values."""
+    _load_builtins()
+    func = _REGISTRY.get(name) if isinstance(name, str) else None
+    if func is None:
+        raise ProbeError(f"unknown probe {name!r}", fix=f"available probes: {', '.join(sorted(_REGISTRY))}")
+    params = [p for p in inspect.signature(func).parameters if p != "ctx"]
+    unknown = sorted(set(args) - set(params))
+    if unknown:
+        raise ProbeError(f"probe {name!r} has no argument(s) {', '.join(unknown)}", fix=f"arguments: {', '.join(params)}")
+    try:
+        return func(ctx, **args)
+    except TypeError as exc:  # a required argument is missing
+        raise ProbeError(f"probe {name!r}: {exc}", fix=f"arguments: {', '.join(params)}") from None
+
+
+def _timeout(value: float | None) -> float | None:
+    return None if value is None else float(v.number("timeout_s", value, 0.1, 120, integer=False))
+
+
+def _output(name: str, device: str, args: dict[str, Any], record: Record, result: CommandResult) -> ProbeOutput:
+    raw = result.stdout if not result.stderr else f"{result.stdout}{result.stderr}"
+    return ProbeOutput(probe=name, device=device, args=args, record=record, raw=raw, result=result)
+
+
+def _json_probe(name: str, argv: list[str], parse: Callable[[str, str], Record]) -> ProbeFunc:
+    """A device probe with one fixed JSON command: no arguments beyond the device and timeout."""
+
+    def probe(ctx: ProbeContext, dev: str, timeout_s: float | None = None) -> ProbeOutput:
+        d = v.device(ctx.directory, dev)
+        res = ctx.runner.run(d.name, argv, namespace=d.namespace, timeout_s=_timeout(timeout_s))
+        record = parse(d.name, res.stdout)
+        if not res.ok:
+            reason = "probe timed out" if res.timed_out else pp._first_line(res.stderr)
+            record = record.model_copy(update={"error": reason or getattr(record, "error", None) or "command failed"})
+        return _output(name, d.name, {"dev": d.name}, record, res)
+
+    probe.__doc__ = f"`{' '.join(argv)}` inside the device's namespace."
+    return register(name)(probe)
+
+
+ip_addr = _json_probe("ip_addr", ["ip", "-j", "addr", "show"], pp.parse_interfaces)
+ip_link = _json_probe("ip_link", ["ip", "-j", "-s", "-d", "link", "show"], pp.parse_interfaces)
+ip_route = _json_probe("ip_route", ["ip", "-j", "route", "show"], pp.parse_routes)
+ip_neigh = _json_probe("ip_neigh", ["ip", "-j", "neigh", "show"], pp.parse_neighbors)
+tc_qdisc = _json_probe("tc_qdisc", ["tc", "-s", "-j", "qdisc", "show"], pp.parse_qdiscs)
+nft_ruleset = _json_probe("nft_ruleset", ["nft", "-j", "list", "ruleset"], ps.parse_nft)
+nstat = _json_probe("nstat", ["nstat", "-a", "-z", "-s", "--json"], ps.parse_nstat)
+bridge_fdb = _json_probe("bridge_fdb", ["bridge", "-j", "fdb", "show"], ps.parse_fdb)
+sockets = _json_probe("sockets", ["ss", "-H", "-tulpn"], ps.parse_ss)
+
+
+@register("ping")
+def ping(ctx: ProbeContext, src: str, dst_ip: str, count: int = 3, timeout_s: float | None = None) -> ProbeOutput:
+    """`ping -n -q -c COUNT -i 0.2 -W 1 DST` from `src`; record `PingResult`."""
+    d, dst, n = v.device(ctx.directory, src), v.ip(dst_ip), v.number("count", count, 1, 100)
+    res = ctx.runner.run(d.name, ["ping", "-n", "-q", "-c", str(n), "-i", "0.2", "-W", "1", dst],
+                         namespace=d.namespace, timeout_s=_timeout(timeout_s))
+    record = pp.parse_ping(d.name, dst, res.stdout, res.stderr, res.timed_out)
+    return _output("ping", d.name, {"src": d.name, "dst_ip": dst, "count": n}, record, res)
+
+
+@register("traceroute")
+def traceroute(ctx: ProbeContext, src: str, dst_ip: str, max_hops: int = 15,
+               timeout_s: float | None = None) -> ProbeOutput:
+    """`traceroute -n -q 1 -w 1 -m MAX DST` from `src`; record `TracerouteResult`."""
+    d, dst, hops = v.device(ctx.directory, src), v.ip(dst_ip), v.number("max_hops", max_hops, 1, 30)
+    res = ctx.runner.run(d.name, ["traceroute", "-n", "-q", "1", "-w", "1", "-m", str(hops), dst],
+                         namespace=d.namespace, timeout_s=_timeout(timeout_s))
+    record = pp.parse_traceroute(d.name, dst, res.stdout, res.stderr)
+    if res.timed_out:
+        record = record.model_copy(update={"error": "probe timed out"})
+    return _output("traceroute", d.name, {"src": d.name, "dst_ip": dst, "max_hops": hops}, record, res)
+
+
+@register("iptables_rules")
+def iptables_rules(ctx: ProbeContext, dev: str, table: str = "filter", timeout_s: float | None = None) -> ProbeOutput:
+    """`iptables -t TABLE -S`; record `IptablesRules`."""
+    d, t = v.device(ctx.directory, dev), v.choice("iptables table", table, v.IPTABLES_TABLES)
+    res = ctx.runner.run(d.name, ["iptables", "-t", t, "-S"], namespace=d.namespace, timeout_s=_timeout(timeout_s))
+    record = ps.parse_iptables(d.name, t, res.stdout, res.stderr, res.exit_code)
+    return _output("iptables_rules", d.name, {"dev": d.name, "table": t}, record, res)
+
+
+@register("vtysh_show")
+def vtysh_show(ctx: ProbeContext, dev: str, command: str, timeout_s: float | None = None) -> ProbeOutput:
+    """`vtysh -N <namespace> -c 'show ...'` from the root namespace (FRR pathspace = namespace name)."""
+    d, cmd = v.device(ctx.directory, dev), v.vtysh_command(command)
+    res = ctx.runner.run(d.name, ["vtysh", "-N", d.namespace, "-c", cmd], namespace=None, timeout_s=_timeout(timeout_s))
+    record = ps.parse_vtysh(d.name, cmd, res.stdout, res.stderr, res.exit_code)
+    return _output("vtysh_show", d.name, {"dev": d.name, "command": cmd}, record, res)
+
+
+@register("processes")
+def processes(ctx: ProbeContext, dev: str, timeout_s: float | None = None) -> ProbeOutput:
+    """Processes whose network namespace is the device's (`ip netns pids`, then `ps -p`)."""
+    d, t = v.device(ctx.directory, dev), _timeout(timeout_s)
+    pids_res = ctx.runner.run(d.name, ["ip", "netns", "pids", d.namespace], namespace=None, timeout_s=t)
+    pids = sorted({int(tok) for tok in pids_res.stdout.split() if tok.isdigit()})
+    if not pids:
+        record = ps.parse_ps(d.name, "")
+        if not pids_res.ok:
+            record = record.model_copy(update={"error": pp._first_line(pids_res.stderr) or "ip netns pids failed"})
+        return _output("processes", d.name, {"dev": d.name}, record, pids_res)
+    res = ctx.runner.run(d.name, ["ps", "-o", "pid=,ppid=,user=,pcpu=,pmem=,comm=,args=", "-p",
+                                  ",".join(map(str, pids))], namespace=None, timeout_s=t)
+    return _output("processes", d.name, {"dev": d.name}, ps.parse_ps(d.name, res.stdout), res)
+
+
+@register("dig")
+def dig(ctx: ProbeContext, src: str, name: str, server: str | None = None, rtype: str = "A",
+        tcp: bool = False, timeout_s: float | None = None) -> ProbeOutput:
+    """`dig +time=2 +tries=1 [+tcp] [@SERVER] -t RTYPE -q NAME` from `src`; record `DnsResult`."""
+    d, qname, qtype = v.device(ctx.directory, src), v.hostname(name), v.dns_type(rtype)
+    srv = None if server is None else v.ip(server)
+    if not isinstance(tcp, bool):
+        raise ProbeError(f"tcp must be true or false, got {tcp!r}")
+    argv = ["dig", "+time=2", "+tries=1", *(["+tcp"] if tcp else []), *([f"@{srv}"] if srv else []),
+            "-t", qtype, "-q", qname]
+    res = ctx.runner.run(d.name, argv, namespace=d.namespace, timeout_s=_timeout(timeout_s))
+    record = ps.parse_dig(d.name, qname, srv, qtype, res.stdout, res.stderr)
+    if res.timed_out:
+        record = record.model_copy(update={"status": "timeout", "error": "probe timed out"})
+    args = {"src": d.name, "name": qname, "server": srv, "rtype": qtype, "tcp": tcp}
+    return _output("dig", d.name, args, record, res)
+
+
+@register("http_get")
+def http_get(ctx: ProbeContext, src: str, url: str, timeout_s: float | None = None) -> ProbeOutput:
+    """curl from `src` discarding the body: HTTP code and timings; record `HttpTiming`."""
+    d, u, t = v.device(ctx.directory, src), v.url(url), _timeout(timeout_s)
+    max_time = str(max(1, int((t or ctx.runner.timeout_s) - 1)))
+    argv = ["curl", "-sS", "-o", "/dev/null", "--proto", "=http,https", "--max-redirs", "0",
+            "--connect-timeout", "5", "--max-time", max_time, "-w", ps.HTTP_WRITE_OUT, u]
+    res = ctx.runner.run(d.name, argv, namespace=d.namespace, timeout_s=t)
+    record = ps.parse_curl(d.name, u, res.stdout, res.stderr, res.exit_code)
+    return _output("http_get", d.name, {"src": d.name, "url": u}, record, res)
+
+
+@register("read_file")
+def read_file(ctx: ProbeContext, dev: str, path: str, timeout_s: float | None = None) -> ProbeOutput:
+    """A file under one of the device's configured roots (`cat` inside its namespace); record `FileContent`."""
+    d = v.device(ctx.directory, dev)
+    real = v.file_path(path, ctx.file_roots.get(d.name, ()))
+    res = ctx.runner.run(d.name, ["cat", "--", real], namespace=d.namespace, timeout_s=_timeout(timeout_s))
+    record = FileContent(device=d.name, path=real, text=res.stdout, truncated=res.truncated,
+                         error=None if res.ok else (pp._first_line(res.stderr) or "read failed"))
+    return _output("read_file", d.name, {"dev": d.name, "path": real}, record, res)
