@@ -83,6 +83,10 @@ class Settings(BaseSettings):
         description="Weight of the vector ranking in hybrid search (the text ranking gets the rest).",
     )
     progress: bool = Field(True, description="Show progress bars on long operations.")
+    lab_dir: Path = Field(
+        Path("var/lab"),
+        description="Run dir of the network lab: state file, FRR configs, pid files, sockets, logs.",
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -1,0 +1,155 @@
+"""The lab's typed topology: nodes with roles, point-to-point links, host LANs, deterministic addresses.
+
+Addresses come from fixed pools in the order nodes, links and LANs are added, so the same scenario
+and size always give the same addresses:
+
+* router loopbacks: 10.255.0.N/32 (N = 1, 2, ... in router order);
+* router-to-router links: /31s from 10.0.0.0/16 (link k gets 10.0.(2k // 256).(2k % 256)/31);
+* host LANs: 10.1.K.0/24, gateway .1 on the router, hosts .10, .11, ...
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+
+from faultline.errors import FaultlineError
+from faultline.netlab.devices import valid_device_name
+
+_LOOPBACKS = ipaddress.ip_network("10.255.0.0/16")
+_P2P = ipaddress.ip_network("10.0.0.0/16")
+_LANS = ipaddress.ip_network("10.1.0.0/16")
+ROLES = ("router", "host")
+
+
+@dataclass(frozen=True)
+class Interface:
+    """One interface of a node: its name in the node's namespace and its address (CIDR)."""
+
+    node: str
+    name: str
+    address: str  # "10.0.0.0/31"
+
+
+@dataclass
+class Node:
+    """A device: a router (runs FRR) or a host (no daemons, default route to its gateway)."""
+
+    name: str
+    role: str
+    asn: int | None = None  # BGP routers only
+    loopback: str | None = None  # "10.255.0.1/32", routers only
+    gateway: str | None = None  # hosts: the LAN gateway's address (no prefix)
+    interfaces: list[Interface] = field(default_factory=list)
+
+    @property
+    def addresses(self) -> tuple[str, ...]:
+        """Every address of the node; the first is its main one (loopback, else first interface)."""
+        ifaces = tuple(i.address for i in self.interfaces)
+        return ((self.loopback,) + ifaces) if self.loopback else ifaces
+
+
+@dataclass(frozen=True)
+class Link:
+    """A veth pair between two nodes (router-router point-to-point, or router-host on a one-host LAN)."""
+
+    a: Interface
+    b: Interface
+
+
+@dataclass(frozen=True)
+class Lan:
+    """A /24 behind one router. One host: a direct veth. Several: a bridge in the router's namespace."""
+
+    router: str
+    subnet: str
+    gateway: Interface  # on the router (a bridge "br<k>" when bridged)
+    hosts: tuple[Interface, ...]
+    bridged: bool
+
+
+@dataclass
+class Topology:
+    """A complete lab: build it with `add_router`, `add_host`, `connect`, `add_lan`."""
+
+    scenario: str
+    size: str
+    protocol: str  # "bgp" (more later: "ospf", "rip")
+    nodes: dict[str, Node] = field(default_factory=dict)
+    links: list[Link] = field(default_factory=list)
+    lans: list[Lan] = field(default_factory=list)
+
+    def add_router(self, name: str, asn: int | None = None) -> Node:
+        """Add a router; its loopback is the next one in the pool."""
+        count = sum(1 for n in self.nodes.values() if n.role == "router")
+        loopback = f"{_LOOPBACKS.network_address + count + 1}/32"
+        return self._add(Node(name=name, role="router", asn=asn, loopback=loopback))
+
+    def add_host(self, name: str) -> Node:
+        """Add a host; give it an address by putting it on a LAN with `add_lan`."""
+        return self._add(Node(name=name, role="host"))
+
+    def connect(self, a: str, b: str) -> Link:
+        """A point-to-point /31 between two routers."""
+        base = _P2P.network_address + 2 * len(self.links)
+        if base + 1 > _P2P.broadcast_address:
+            raise FaultlineError("the lab ran out of point-to-point addresses", fix="use a smaller size")
+        link = Link(self._iface(a, f"{base}/31"), self._iface(b, f"{base + 1}/31"))
+        self.links.append(link)
+        return link
+
+    def add_lan(self, router: str, hosts: list[str]) -> Lan:
+        """A /24 LAN behind `router` holding `hosts` (gateway .1 on the router, hosts from .10)."""
+        index = len(self.lans)
+        if index > 255 or len(hosts) > 240:
+            raise FaultlineError("the lab ran out of LAN addresses", fix="use a smaller size")
+        net = ipaddress.ip_network(f"{_LANS.network_address + 256 * index}/24")
+        bridged = len(hosts) > 1
+        gw_addr = f"{net.network_address + 1}/24"
+        if bridged:
+            gateway = Interface(router, f"br{index}", gw_addr)
+            self.nodes[router].interfaces.append(gateway)
+        else:
+            gateway = self._iface(router, gw_addr)
+        members = []
+        for offset, host in enumerate(hosts):
+            iface = self._iface(host, f"{net.network_address + 10 + offset}/24")
+            self.nodes[host].gateway = str(net.network_address + 1)
+            members.append(iface)
+        lan = Lan(router, str(net), gateway, tuple(members), bridged)
+        self.lans.append(lan)
+        return lan
+
+    def routers(self) -> list[Node]:
+        """Routers in insertion order."""
+        return [n for n in self.nodes.values() if n.role == "router"]
+
+    def hosts(self) -> list[Node]:
+        """Hosts in insertion order."""
+        return [n for n in self.nodes.values() if n.role == "host"]
+
+    def neighbours(self, router: str) -> list[tuple[Interface, Interface]]:
+        """(local, remote) interface pairs of `router`'s router-to-router links."""
+        out = []
+        for link in self.links:
+            if link.a.node == router:
+                out.append((link.a, link.b))
+            elif link.b.node == router:
+                out.append((link.b, link.a))
+        return out
+
+    def _add(self, node: Node) -> Node:
+        if not valid_device_name(node.name):
+            raise FaultlineError(f"invalid device name {node.name!r}", fix="use [a-z][a-z0-9_-]{0,30}")
+        if node.name in self.nodes:
+            raise FaultlineError(f"duplicate device name {node.name!r}", fix="name every device once")
+        self.nodes[node.name] = node
+        return node
+
+    def _iface(self, node: str, address: str) -> Interface:
+        # interface names are reused per namespace (eth0, eth1, ...): short and stable
+        owner = self.nodes[node]
+        name = f"eth{sum(1 for i in owner.interfaces if i.name.startswith('eth'))}"
+        iface = Interface(node, name, address)
+        owner.interfaces.append(iface)
+        return iface
