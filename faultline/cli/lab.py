@@ -61,3 +61,83 @@ def status_command(
     print_table(["device", "role", "namespace", "addresses", "daemons"],
                 [(d.name, d.role, d.namespace, " ".join(d.addresses), " ".join(pids.get(d.name, [])))
                  for d in state.devices()])
+
+
+def _running_lab(settings):  # -> LabState
+    from faultline.errors import FaultlineError
+    from faultline.netlab import lab
+
+    lab.require_root()
+    state = lab.status(settings)
+    if state is None:
+        raise FaultlineError("no lab is up", fix="start one with `faultline lab up simple_bgp`")
+    return state
+
+
+@app.command("inject")
+def inject_command(
+    ctx: typer.Context,
+    label: str = typer.Argument(..., help="NIKA v1 fault label, e.g. link_down (see `faultline lab faults`)."),
+    target: str = typer.Option(None, "--target", help="Device to put the fault on (default: drawn from --seed)."),
+    seed: int = typer.Option(0, "--seed", help="Seed for the target and every other random choice."),
+    as_json: bool = typer.Option(False, "--json", help="Print the fault record and its ground truth as JSON."),
+) -> None:
+    """Inject fault LABEL into the running lab and record it (then `lab verify`, `lab recover`)."""
+    from faultline.netlab import faults
+
+    state = _running_lab(ctx.obj)
+    rec = faults.inject(state, label, target, seed)
+    if as_json:
+        print_json({"id": rec.id, "target": rec.target, "mechanism": rec.mechanism, **rec.ground_truth()})
+        return
+    typer.echo(f"{rec.id}: {rec.label} on {rec.target} ({rec.resource_id}): {rec.mechanism}")
+
+
+@app.command("verify")
+def verify_command(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print the incident's ground truth as JSON."),
+) -> None:
+    """Check every injected fault: its artifact is there and its symptom shows through the probes."""
+    from faultline.netlab import faults, lab
+
+    state = _running_lab(ctx.obj)
+    verified = faults.verify(state, lab.probe_context(state, ctx.obj))
+    if as_json:
+        print_json(faults.ground_truth(state))
+        return
+    if not verified:
+        typer.echo("no faults injected")
+    for rec in verified:
+        typer.echo(f"{rec.id}: {rec.label} on {rec.target}: verified")
+
+
+@app.command("recover")
+def recover_command(
+    ctx: typer.Context,
+    timeout: float = typer.Option(30.0, "--timeout", help="Seconds to wait for the lab to be healthy again."),
+) -> None:
+    """Undo every injected fault and wait until the lab is healthy again."""
+    from faultline.netlab import faults
+
+    state = _running_lab(ctx.obj)
+    result = faults.recover(state, timeout=timeout)
+    typer.echo(f"recovered {len(result['recovered'])} fault(s); healthy after {result['healthy_s']} s")
+
+
+@app.command("faults")
+def faults_command(
+    all_: bool = typer.Option(False, "--all", help="List every NIKA v1 label with its status here."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """The fault labels `lab inject` supports (with --all: every NIKA v1 label and its status)."""
+    from dataclasses import asdict
+
+    from faultline.netlab.faults.catalogue import catalogue
+
+    rows = [info for info in catalogue() if all_ or info.status == "implemented"]
+    if as_json:
+        print_json([asdict(info) for info in rows])
+        return
+    print_table(["label", "category", "feasible", "status", "mechanism"],
+                [(i.label, i.category, i.feasible, i.status, i.how) for i in rows])

@@ -14,7 +14,7 @@ from typing import Any
 
 from faultline.ingest.normalize import as_object_list, as_text, as_text_list, parse_timestamp
 from faultline.ingest.reading import Reject
-from faultline.ingest.ticket_mapping import FieldMapping, first_present, lookup
+from faultline.ingest.ticket_mapping import FieldMapping, first_present
 from faultline.ingest.ticket_sources import SourceRecord
 
 _LIST_FIELDS = {"components", "versions", "fix_versions"}

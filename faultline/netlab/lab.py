@@ -12,8 +12,10 @@ from faultline.errors import FaultlineError
 from faultline.netlab import teardown
 from faultline.netlab.builder import build_network
 from faultline.netlab.devices import Device, namespace_name
-from faultline.netlab.frr import crash_buffers, start_routers, write_configs
+from faultline.netlab.frr import crash_buffers, router_dir, start_routers, write_configs
+from faultline.netlab.probes import ProbeContext
 from faultline.netlab.readiness import wait_ready
+from faultline.netlab.runner import Runner
 from faultline.netlab.scenarios import build_topology
 from faultline.netlab.state import STATE_FILE, LabProcess, LabState, load_state
 
@@ -98,6 +100,15 @@ def down(settings: Settings, all: bool = False) -> dict[str, object]:
 def status(settings: Settings) -> LabState | None:
     """The current lab's state, or None when no lab is up."""
     return load_state(Path(settings.lab_dir).resolve())
+
+
+def probe_context(state: LabState, settings: Settings | None = None, runner: Runner | None = None) -> ProbeContext:
+    """A ProbeContext for the running lab: its devices, each router's vty socket dir and readable FRR files."""
+    run_dir = Path(state.run_dir) if settings is None else Path(settings.lab_dir).resolve()
+    routers = sorted({p.device for p in state.processes})
+    dirs = {r: str(router_dir(run_dir, r)) for r in routers}
+    return ProbeContext(directory=state, runner=runner or Runner(), file_roots={r: [d] for r, d in dirs.items()},
+                        vty_dirs=dirs)
 
 
 def _remove(state: LabState | None, namespaces: list[str]) -> list[int]:

@@ -50,6 +50,8 @@ class ProbeContext:
     directory: DeviceDirectory
     runner: Runner = field(default_factory=Runner)
     file_roots: Mapping[str, Sequence[str]] = field(default_factory=dict)  # device -> allowed directories
+    # device -> its FRR instance's vty socket dir; devices not listed are reached with `vtysh -N <namespace>`
+    vty_dirs: Mapping[str, str] = field(default_factory=dict)
 
 
 ProbeFunc = Callable[..., ProbeOutput]
@@ -162,9 +164,13 @@ def iptables_rules(ctx: ProbeContext, dev: str, table: str = "filter", timeout_s
 
 @register("vtysh_show")
 def vtysh_show(ctx: ProbeContext, dev: str, command: str, timeout_s: float | None = None) -> ProbeOutput:
-    """`vtysh -N <namespace> -c 'show ...'` from the root namespace (FRR pathspace = namespace name)."""
+    """`vtysh --vty_socket <dir> -c 'show ...'` (or `vtysh -N <namespace>` when the context has no vty dir
+    for the device) from the root namespace."""
     d, cmd = v.device(ctx.directory, dev), v.vtysh_command(command)
-    res = ctx.runner.run(d.name, ["vtysh", "-N", d.namespace, "-c", cmd], namespace=None, timeout_s=_timeout(timeout_s))
+    vty_dir = ctx.vty_dirs.get(d.name)
+    # with --vty_socket no -N: a pathspace would make vtysh look in a subdir of the socket dir
+    target = ["--vty_socket", vty_dir] if vty_dir else ["-N", d.namespace]
+    res = ctx.runner.run(d.name, ["vtysh", *target, "-c", cmd], namespace=None, timeout_s=_timeout(timeout_s))
     record = ps.parse_vtysh(d.name, cmd, res.stdout, res.stderr, res.exit_code)
     return _output("vtysh_show", d.name, {"dev": d.name, "command": cmd}, record, res)
 

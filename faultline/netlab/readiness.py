@@ -1,7 +1,9 @@
-"""Readiness: poll until routing has converged and every host reaches every other host.
+"""Readiness: poll until routing has converged and the hosts reach each other.
 
 Never a fixed sleep: each check is repeated until it passes or a deadline expires, and a timeout
-names exactly what was not ready.
+names exactly what was not ready. Routing checks per protocol: BGP sessions Established; OSPF
+adjacencies Full, then every router has a route to every LAN; RIP every router has a route to every
+LAN. Then host reachability: all pairs for small labs, a covering sample for large ones.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable
 
 from faultline.errors import FaultlineError
 from faultline.netlab.devices import namespace_name
@@ -18,34 +21,102 @@ from faultline.netlab.frr import vtysh_args, vtysh_env
 from faultline.netlab.topology import Topology
 
 _POLL = 0.2
+_WORKERS = 16
+# above this many ordered host pairs, readiness pings a covering sample instead of every pair
+FULL_PAIRS_LIMIT = 600
+
+
+def vtysh_json(run_dir: Path, router: str, command: str) -> dict:
+    """`command` (a `show ... json`) on `router`, parsed; {} when the daemon does not answer."""
+    proc = subprocess.run(vtysh_args(run_dir, router) + ["-c", command],
+                          capture_output=True, text=True, timeout=10, env=vtysh_env())
+    try:
+        data = json.loads(proc.stdout or "{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _each_router(topo: Topology, check: Callable[[str], list[str]]) -> list[str]:
+    routers = [n.name for n in topo.routers()]
+    with ThreadPoolExecutor(max_workers=min(_WORKERS, max(1, len(routers)))) as pool:
+        return [item for items in pool.map(check, routers) for item in items]
 
 
 def bgp_not_established(topo: Topology, run_dir: Path) -> list[str]:
     """'router -> peer: State' for every BGP session of `topo` that is not Established."""
-    problems = []
-    for node in topo.routers():
-        expected = [remote.address.split("/")[0] for _, remote in topo.neighbours(node.name)]
+    def check(router: str) -> list[str]:
+        expected = [remote.address.split("/")[0] for _, remote in topo.neighbours(router)]
         if not expected:
-            continue
-        proc = subprocess.run(
-            vtysh_args(run_dir, node.name) + ["-c", "show bgp ipv4 unicast summary json"],
-            capture_output=True, text=True, timeout=10, env=vtysh_env(),
-        )
-        try:
-            peers = json.loads(proc.stdout or "{}").get("peers", {})
-        except ValueError:
-            peers = {}
-        for peer in expected:
-            state = peers.get(peer, {}).get("state", "absent")
-            if state != "Established":
-                problems.append(f"{node.name} -> {peer}: {state}")
-    return problems
+            return []
+        peers = vtysh_json(run_dir, router, "show bgp ipv4 unicast summary json").get("peers", {})
+        return [f"{router} -> {peer}: {peers.get(peer, {}).get('state', 'absent')}"
+                for peer in expected if peers.get(peer, {}).get("state") != "Established"]
+    return _each_router(topo, check)
+
+
+def ospf_not_full(topo: Topology, run_dir: Path) -> list[str]:
+    """'router -> neighbour-id: state' for every OSPF adjacency of `topo` that is not Full."""
+    def check(router: str) -> list[str]:
+        expected = [topo.nodes[remote.node].loopback or "" for _, remote in topo.neighbours(router)]
+        found = vtysh_json(run_dir, router, "show ip ospf neighbor json").get("neighbors", {})
+        problems = []
+        for rid in (e.split("/")[0] for e in expected):
+            entries = found.get(rid, [])
+            states = [str(e.get("nbrState", e.get("state", "?"))) for e in entries] or ["absent"]
+            if not any(s.startswith("Full") for s in states):
+                problems.append(f"{router} -> {rid}: {states[0]}")
+        return problems
+    return _each_router(topo, check)
+
+
+def lans_missing(topo: Topology, run_dir: Path) -> list[str]:
+    """'router: no route to LAN' for every router lacking a route to some LAN of `topo`."""
+    subnets = [lan.subnet for lan in topo.lans]
+
+    def check(router: str) -> list[str]:
+        table = vtysh_json(run_dir, router, "show ip route json")
+        return [f"{router}: no route to {s}" for s in subnets if not table.get(s)]
+    return _each_router(topo, check)
+
+
+def routing_problems(topo: Topology, run_dir: Path) -> tuple[str, list[str]]:
+    """(what is being waited for, what is not there yet) for the topology's protocol; [] when converged."""
+    if topo.protocol == "bgp":
+        return "BGP sessions not Established", bgp_not_established(topo, run_dir)
+    if topo.protocol == "ospf":
+        problems = ospf_not_full(topo, run_dir)
+        if problems:
+            return "OSPF adjacencies not Full", problems
+        return "OSPF routes missing", lans_missing(topo, run_dir)
+    if topo.protocol == "rip":
+        return "RIP routes missing", lans_missing(topo, run_dir)
+    raise FaultlineError(f"no readiness check for protocol {topo.protocol!r}", fix="use bgp, ospf or rip")
 
 
 def host_pairs(topo: Topology) -> list[tuple[str, str, str]]:
     """(source host, destination host, destination address) for every ordered pair of hosts."""
     hosts = topo.hosts()
     return [(a.name, b.name, b.addresses[0].split("/")[0]) for a in hosts for b in hosts if a is not b]
+
+
+def readiness_pairs(topo: Topology, limit: int = FULL_PAIRS_LIMIT) -> list[tuple[str, str, str]]:
+    """All host pairs when there are at most `limit`; else every host to one host of every LAN.
+
+    The sampled host of a LAN rotates with the source's position, so every host is also pinged,
+    and every path class (same LAN, every pair of LANs) is covered.
+    """
+    pairs = host_pairs(topo)
+    if len(pairs) <= limit:
+        return pairs
+    sample = []
+    for position, src in enumerate(topo.hosts()):
+        for lan in topo.lans:
+            members = [h for h in lan.hosts if h.node != src.name]
+            if members:
+                dst = members[position % len(members)]
+                sample.append((src.name, dst.node, dst.address.split("/")[0]))
+    return sample
 
 
 def _ping(src: str, dst_ip: str) -> bool:
@@ -60,7 +131,7 @@ def unreachable(pairs: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]
     """The pairs whose one-packet ping fails (pinged in parallel)."""
     if not pairs:
         return []
-    with ThreadPoolExecutor(max_workers=min(16, len(pairs))) as pool:
+    with ThreadPoolExecutor(max_workers=min(_WORKERS, len(pairs))) as pool:
         results = list(pool.map(lambda p: _ping(p[0], p[2]), pairs))
     return [pair for pair, ok in zip(pairs, results) if not ok]
 
@@ -70,13 +141,15 @@ def wait_ready(topo: Topology, run_dir: Path, timeout: float = 60.0) -> dict[str
     start = time.monotonic()
     deadline = start + timeout
     timings: dict[str, float] = {}
-    if topo.protocol == "bgp":
-        while problems := bgp_not_established(topo, run_dir):
-            _check_deadline(deadline, timeout, "BGP sessions not Established", problems)
-            time.sleep(_POLL)
+    while True:
+        what, problems = routing_problems(topo, run_dir)
+        if not problems:
+            break
+        _check_deadline(deadline, timeout, what, problems)
+        time.sleep(_POLL)
     timings["routing_converged_s"] = round(time.monotonic() - start, 2)
     # only failing pairs are retried, so a large lab does not re-ping what already works
-    pending = host_pairs(topo)
+    pending = readiness_pairs(topo)
     while pending := unreachable(pending):
         _check_deadline(deadline, timeout, "hosts cannot reach each other",
                         [f"{s} -> {d} ({ip})" for s, d, ip in pending])

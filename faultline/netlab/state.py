@@ -41,6 +41,9 @@ class LabState:
     # files outside run_dir the lab (or FRR on its behalf) may create; removed on down
     extra_paths: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    # faults injected and not yet recovered, as `faultline.netlab.faults` records (plain JSON dicts)
+    faults: list[dict] = field(default_factory=list)
+    fault_counter: int = 0  # numbers each injection (fault ids stay unique across recoveries)
 
     # DeviceDirectory
     def device(self, name: str) -> Device:

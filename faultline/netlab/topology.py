@@ -6,6 +6,10 @@ and size always give the same addresses:
 * router loopbacks: 10.255.0.N/32 (N = 1, 2, ... in router order);
 * router-to-router links: /31s from 10.0.0.0/16 (link k gets 10.0.(2k // 256).(2k % 256)/31);
 * host LANs: 10.1.K.0/24, gateway .1 on the router, hosts .10, .11, ...
+
+A LAN's hosts hang off the router directly (one host: a veth; several: a bridge on the router) or
+off access switches (namespaces holding only a bridge) whose uplinks are ports of the router's bridge.
+OSPF areas are attributes of links, LANs and router loopbacks (default area 0).
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from faultline.netlab.devices import valid_device_name
 _LOOPBACKS = ipaddress.ip_network("10.255.0.0/16")
 _P2P = ipaddress.ip_network("10.0.0.0/16")
 _LANS = ipaddress.ip_network("10.1.0.0/16")
-ROLES = ("router", "host")
+ROLES = ("router", "host", "switch")
+PROTOCOLS = ("bgp", "ospf", "rip")
 
 
 @dataclass(frozen=True)
@@ -33,11 +38,13 @@ class Interface:
 
 @dataclass
 class Node:
-    """A device: a router (runs FRR) or a host (no daemons, default route to its gateway)."""
+    """A device: a router (runs FRR), a host (default route to its gateway) or a switch (one bridge)."""
 
     name: str
     role: str
     asn: int | None = None  # BGP routers only
+    area: int = 0  # OSPF area of the router's loopback
+    static_routes: list[tuple[str, str]] = field(default_factory=list)  # (prefix, next hop), via staticd
     loopback: str | None = None  # "10.255.0.1/32", routers only
     gateway: str | None = None  # hosts: the LAN gateway's address (no prefix)
     interfaces: list[Interface] = field(default_factory=list)
@@ -55,17 +62,24 @@ class Link:
 
     a: Interface
     b: Interface
+    area: int = 0  # OSPF area
 
 
 @dataclass(frozen=True)
 class Lan:
-    """A /24 behind one router. One host: a direct veth. Several: a bridge in the router's namespace."""
+    """A /24 behind one router. One host: a direct veth. Several, or any switch: a bridge on the router.
+
+    With switches, `host_switch[i]` names the access switch host i hangs off (in `switches` order).
+    """
 
     router: str
     subnet: str
     gateway: Interface  # on the router (a bridge "br<k>" when bridged)
     hosts: tuple[Interface, ...]
     bridged: bool
+    area: int = 0  # OSPF area
+    switches: tuple[str, ...] = ()
+    host_switch: tuple[str, ...] = ()
 
 
 @dataclass
@@ -74,7 +88,7 @@ class Topology:
 
     scenario: str
     size: str
-    protocol: str  # "bgp" (more later: "ospf", "rip")
+    protocol: str  # the routing protocol of every router: "bgp", "ospf" or "rip"
     nodes: dict[str, Node] = field(default_factory=dict)
     links: list[Link] = field(default_factory=list)
     lans: list[Lan] = field(default_factory=list)
@@ -89,22 +103,46 @@ class Topology:
         """Add a host; give it an address by putting it on a LAN with `add_lan`."""
         return self._add(Node(name=name, role="host"))
 
-    def connect(self, a: str, b: str) -> Link:
-        """A point-to-point /31 between two routers."""
+    def add_switch(self, name: str) -> Node:
+        """Add an access switch (a namespace with one bridge, no address); use it in `add_lan`."""
+        return self._add(Node(name=name, role="switch"))
+
+    def connect(self, a: str, b: str, area: int = 0) -> Link:
+        """A point-to-point /31 between two routers (in OSPF `area`)."""
         base = _P2P.network_address + 2 * len(self.links)
         if base + 1 > _P2P.broadcast_address:
             raise FaultlineError("the lab ran out of point-to-point addresses", fix="use a smaller size")
-        link = Link(self._iface(a, f"{base}/31"), self._iface(b, f"{base + 1}/31"))
+        link = Link(self._iface(a, f"{base}/31"), self._iface(b, f"{base + 1}/31"), area)
         self.links.append(link)
         return link
 
-    def add_lan(self, router: str, hosts: list[str]) -> Lan:
-        """A /24 LAN behind `router` holding `hosts` (gateway .1 on the router, hosts from .10)."""
+    def add_static_route(self, router: str, prefix: str, via: str) -> None:
+        """A static route on `router` (rendered for staticd, which then runs on that router)."""
+        ipaddress.ip_network(prefix)
+        ipaddress.ip_address(via)
+        self.nodes[router].static_routes.append((prefix, via))
+
+    def protocols(self) -> set[str]:
+        """The routing protocols in use: the topology's protocol, plus "static" if any static route."""
+        extra = {"static"} if any(n.static_routes for n in self.routers()) else set()
+        return {self.protocol} | extra
+
+    def add_lan(self, router: str, hosts: list[str], area: int = 0,
+                switches: dict[str, list[str]] | None = None) -> Lan:
+        """A /24 LAN behind `router` (gateway .1 on the router, hosts from .10, in OSPF `area`).
+
+        `hosts` hang off the router; `switches` maps access-switch names to the hosts behind each.
+        """
+        switches = switches or {}
+        if hosts and switches:
+            raise FaultlineError("a LAN has either direct hosts or switches", fix="fix the scenario")
+        host_switch = [sw for sw, members in switches.items() for _ in members]
+        hosts = list(hosts) + [h for members in switches.values() for h in members]
         index = len(self.lans)
         if index > 255 or len(hosts) > 240:
             raise FaultlineError("the lab ran out of LAN addresses", fix="use a smaller size")
         net = ipaddress.ip_network(f"{_LANS.network_address + 256 * index}/24")
-        bridged = len(hosts) > 1
+        bridged = len(hosts) > 1 or bool(switches)
         gw_addr = f"{net.network_address + 1}/24"
         if bridged:
             gateway = Interface(router, f"br{index}", gw_addr)
@@ -116,7 +154,7 @@ class Topology:
             iface = self._iface(host, f"{net.network_address + 10 + offset}/24")
             self.nodes[host].gateway = str(net.network_address + 1)
             members.append(iface)
-        lan = Lan(router, str(net), gateway, tuple(members), bridged)
+        lan = Lan(router, str(net), gateway, tuple(members), bridged, area, tuple(switches), tuple(host_switch))
         self.lans.append(lan)
         return lan
 
@@ -127,6 +165,10 @@ class Topology:
     def hosts(self) -> list[Node]:
         """Hosts in insertion order."""
         return [n for n in self.nodes.values() if n.role == "host"]
+
+    def switches(self) -> list[Node]:
+        """Access switches in insertion order."""
+        return [n for n in self.nodes.values() if n.role == "switch"]
 
     def neighbours(self, router: str) -> list[tuple[Interface, Interface]]:
         """(local, remote) interface pairs of `router`'s router-to-router links."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from faultline.errors import FaultlineError
-from faultline.netlab.scenarios import simple_bgp
+from faultline.netlab.scenarios import dc_clos_bgp, ospf_enterprise_static, rip_small_internet, simple_bgp
 from faultline.netlab.topology import Topology
 
 SIZES = ("s", "m", "l")
@@ -13,6 +13,9 @@ SIZES = ("s", "m", "l")
 # built-ins register here the same way any later scenario would
 SCENARIOS: dict[str, Callable[[str], Topology]] = {
     "simple_bgp": simple_bgp.build,
+    "dc_clos_bgp": dc_clos_bgp.build,
+    "ospf_enterprise_static": ospf_enterprise_static.build,
+    "rip_small_internet": rip_small_internet.build,
 }
 
 

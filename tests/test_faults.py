@@ -1,0 +1,212 @@
+"""Fault injection: registry and catalogue (pure), then inject → verify → recover on a real simple_bgp lab.
+
+The lab tests need root; they fail (never skip) without it. One lab is shared by the module and
+always torn down at the end (by its state file only: another lab on this machine is left alone).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from faultline.netlab import faults
+from faultline.netlab.devices import Device, namespace_name
+from faultline.netlab.faults.base import CATEGORIES, FaultError, FaultNotVerified
+from faultline.netlab.faults.catalogue import catalogue
+from faultline.netlab.scenarios import build_topology
+from faultline.netlab.state import LabState
+
+LAB_DIR = Path(f"/tmp/faultline-lab-faults-{os.getpid()}")  # parents world-searchable (FRR runs as frr)
+OUR_NAMESPACES = {namespace_name(n) for n in build_topology("simple_bgp", "s").nodes}
+
+# label -> target used by the lab tests (explicit, so timings do not depend on a draw)
+CASES = [
+    ("link_down", "router1"),
+    ("frr_service_down", "router1"),
+    ("bgp_missing_route_advertisement", "router2"),
+    ("bgp_asn_misconfig", "router1"),
+    ("bgp_acl_block", "router2"),
+    ("icmp_acl_block", "pc1"),
+    ("link_high_packet_corruption", "pc2"),
+    ("link_bandwidth_throttling", "pc1"),
+]
+
+
+def _offline_state() -> LabState:
+    topo = build_topology("simple_bgp", "s")
+    state = LabState(scenario="simple_bgp", size="s", run_dir="/nonexistent", started_at="", status="healthy")
+    state.device_list = [Device(n.name, n.role, namespace_name(n.name), n.addresses) for n in topo.nodes.values()]
+    return state
+
+
+# --- pure -------------------------------------------------------------------------------------
+
+
+def test_catalogue_covers_nikas_v1_labels_and_the_registry():
+    rows = catalogue()
+    labels = [r.label for r in rows]
+    assert len(labels) == 55 == len(set(labels))
+    assert all(r.category in CATEGORIES and r.feasible in "RPX" for r in rows)
+    assert all(r.status in ("implemented", "planned", "unsupported") for r in rows)
+    implemented = {r.label: r for r in rows if r.status == "implemented"}
+    assert set(implemented) == set(faults.fault_labels()) == {label for label, _ in CASES}
+    for label, info in implemented.items():
+        assert faults.fault_class(label).category == info.category
+        assert info.feasible == "R"  # only labels the notes mark reproducible are claimed
+    assert all(r.status == "unsupported" for r in rows if r.feasible == "X")
+
+
+def test_target_choice_is_seeded_and_checked():
+    state = _offline_state()
+    for label in faults.fault_labels():
+        picks = {faults.choose_target(state, label, seed) for seed in range(12)}
+        assert picks == {faults.choose_target(state, label, seed) for seed in range(12)}
+        roles = faults.fault_class(label).roles
+        assert all(state.device(p).role in roles for p in picks)
+    assert len({faults.choose_target(state, "icmp_acl_block", s) for s in range(20)}) > 1
+    with pytest.raises(FaultError, match="cannot target 'pc1'"):
+        faults.inject(state, "frr_service_down", "pc1")
+    with pytest.raises(FaultError, match="unsupported fault label 'sdn_controller_crash'"):
+        faults.inject(state, "sdn_controller_crash")
+
+
+def test_ground_truth_of_a_quiet_lab_is_no_anomaly():
+    truth = faults.ground_truth(_offline_state())
+    assert truth["v1"]["is_anomaly"] is False and truth["v2"] == [] and truth["faults"] == []
+
+
+# --- a real lab -------------------------------------------------------------------------------
+
+
+def _lab_namespaces() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.startswith("fl-")}
+
+
+@pytest.fixture(scope="module")
+def lab_settings():
+    from faultline.config import Settings
+
+    return Settings(lab_dir=LAB_DIR, progress=False)
+
+
+@pytest.fixture(scope="module")
+def lab(lab_settings):
+    """(state, probe context) of one simple_bgp lab (size s); torn down at the end whatever happens."""
+    from faultline.netlab import lab as netlab
+
+    if os.geteuid() != 0:
+        pytest.fail("fault tests need root (network namespaces); run pytest as root")
+    # only one lab fits on the machine at a time (shared fl- prefix): wait for another one to finish
+    deadline = time.monotonic() + 180
+    while _lab_namespaces() and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not _lab_namespaces(), f"another lab is still up: {sorted(_lab_namespaces())}"
+    try:
+        state = netlab.up("simple_bgp", "s", lab_settings, timeout=30)
+        yield state, netlab.probe_context(state, lab_settings)
+    finally:
+        netlab.down(lab_settings)
+        assert not (_lab_namespaces() & OUR_NAMESPACES)
+
+
+def _assert_healthy(ctx) -> None:
+    from faultline.netlab.probes import run_probe
+
+    matrix = run_probe(ctx, "reachability", count=2).record
+    assert matrix.summary == {"ok": len(matrix.rows)}, matrix.rows
+    for router in ("router1", "router2"):
+        peers = run_probe(ctx, "vtysh_show", dev=router, command="show bgp ipv4 unicast summary json").record
+        assert peers.bgp_peers and all(p.state == "Established" for p in peers.bgp_peers), (router, peers)
+
+
+def _assert_truth_shape(rec, label: str, target: str) -> None:
+    truth = rec.ground_truth()
+    assert truth["v1"] == {"is_anomaly": True, "faulty_devices": [target], "root_cause_name": label}
+    assert truth["category"] == faults.fault_class(label).category
+    kind, _, rest = truth["v2"]["resource_id"].partition("/")
+    assert kind in ("node", "interface", "link") and rest.startswith(target)
+    assert truth["v2"]["fault_type"] == faults.fault_class(label).fault_type
+    assert rec.mechanism
+
+
+@pytest.mark.parametrize("label,target", CASES)
+def test_inject_verify_recover(lab, label, target):
+    state, ctx = lab
+    t0 = time.monotonic()
+    rec = faults.inject(state, label, target, seed=7)
+    assert rec.target == target and [f["id"] for f in state.faults] == [rec.id]
+    _assert_truth_shape(rec, label, target)
+    assert [r.id for r in faults.verify(state, ctx)] == [rec.id]
+    verified_s = time.monotonic() - t0
+    result = faults.recover(state)
+    assert result["recovered"] == [rec.id] and state.faults == []
+    with pytest.raises(FaultNotVerified, match="artifact missing"):  # recovery really removed it
+        faults.registry.rebuild(rec).verify(ctx)
+    _assert_healthy(ctx)
+    assert verified_s < 15 and result["healthy_s"] < 20
+
+
+def test_verify_raises_when_the_artifact_was_removed(lab):
+    state, ctx = lab
+    rec = faults.inject(state, "icmp_acl_block", "pc2")
+    subprocess.run(["ip", "netns", "exec", "fl-pc2", "nft", "delete", "table", "ip", rec.params["table"]], check=True)
+    with pytest.raises(FaultNotVerified, match=r"icmp_acl_block on pc2 .*artifact missing"):
+        faults.verify(state, ctx)
+    down = faults.inject(state, "link_down", "pc1")
+    subprocess.run(["ip", "-n", "fl-pc1", "link", "set", down.params["ifname"], "up"], check=True)
+    with pytest.raises(FaultNotVerified, match="administratively up"):
+        faults.verify(state, ctx, down.id)
+    asn = faults.inject(state, "bgp_asn_misconfig", "router2")
+    # an operator puts the right ASN back by hand: the fault is gone before verify
+    undo = [arg for cmd in ("configure terminal", *asn.params["backward"]) for arg in ("-c", cmd)]
+    subprocess.run(["vtysh", "--vty_socket", ctx.vty_dirs["router2"], *undo], check=True, capture_output=True)
+    with pytest.raises(FaultNotVerified, match="router bgp 2"):
+        faults.verify(state, ctx, asn.id)
+    faults.recover(state)  # idempotent: undoing what is already gone is fine
+    assert state.faults == []
+    _assert_healthy(ctx)
+
+
+def test_two_faults_at_once(lab):
+    state, ctx = lab
+    first = faults.inject(state, "frr_service_down", "router2")
+    second = faults.inject(state, "link_high_packet_corruption", "pc1")
+    assert [r.id for r in faults.verify(state, ctx)] == [first.id, second.id]
+    truth = faults.ground_truth(state)
+    assert truth["v1"]["root_cause_name"] == "multiple_faults" and truth["v1"]["is_anomaly"] is True
+    assert truth["v1"]["faulty_devices"] == ["pc1", "router2"]
+    assert truth["v1"]["root_cause_names"] == ["frr_service_down", "link_high_packet_corruption"]
+    assert [g["resource_id"] for g in truth["v2"]] == ["node/router2", "interface/pc1/eth0"]
+    assert faults.recover(state)["recovered"] == [second.id, first.id]
+    _assert_healthy(ctx)
+    # the restarted daemons are the lab's now: recorded, alive
+    from faultline.netlab.teardown import alive
+
+    assert sorted(p.name for p in state.processes) == ["bgpd", "bgpd", "zebra", "zebra"]
+    assert all(alive(p.pid) for p in state.processes)
+
+
+def test_cli_inject_verify_recover(lab, run_cli, capsys, monkeypatch):
+    monkeypatch.setenv("FAULTLINE_LAB_DIR", str(LAB_DIR))
+    state, ctx = lab
+    run_cli("lab", "inject", "bgp_acl_block", "--seed", "3", "--json")
+    injected = json.loads(capsys.readouterr().out)
+    assert injected["v1"]["root_cause_name"] == "bgp_acl_block"
+    assert injected["target"] == faults.choose_target(state, "bgp_acl_block", 3)
+    run_cli("lab", "verify", "--json")
+    truth = json.loads(capsys.readouterr().out)
+    assert truth["v1"]["faulty_devices"] == [injected["target"]]
+    run_cli("lab", "recover")
+    assert "recovered 1 fault(s)" in capsys.readouterr().out
+    run_cli("lab", "faults", "--all", "--json")
+    assert len(json.loads(capsys.readouterr().out)) == 55
+    from faultline.netlab.state import load_state
+
+    assert load_state(LAB_DIR).faults == []
+    _assert_healthy(ctx)
