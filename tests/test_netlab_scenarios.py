@@ -238,3 +238,26 @@ def test_static_route_is_installed_and_redistributed(lab_settings, monkeypatch):
     finally:
         lab.down(lab_settings)
     assert not _lab_namespaces()
+
+
+def test_large_clos_raises_the_shared_arp_limits_and_down_restores_them(lab_settings):
+    from faultline.netlab import lab
+    from faultline.netlab.builder import neigh_entries_needed, read_neigh_limits
+
+    _require_root()
+    assert not _lab_namespaces()
+    before = read_neigh_limits()
+    try:
+        state = lab.up("dc_clos_bgp", "l", lab_settings, timeout=120)
+        assert state.status == "healthy" and len(state.namespaces) == 100
+        raised = read_neigh_limits()
+        needed = neigh_entries_needed(build_topology("dc_clos_bgp", "l"))
+        if before["net.ipv4.neigh.default.gc_thresh2"] < 2 * needed:  # Debian's defaults: 128/512/1024
+            assert state.neigh_limits == before  # the old values are recorded for down
+            assert all(raised[key] > before[key] for key in before)
+        else:  # a host already configured for large labs is left alone
+            assert state.neigh_limits is None and raised == before
+    finally:
+        lab.down(lab_settings)
+    assert read_neigh_limits() == before
+    assert not _lab_namespaces()

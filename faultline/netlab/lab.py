@@ -10,7 +10,7 @@ from pathlib import Path
 from faultline.config import Settings
 from faultline.errors import FaultlineError
 from faultline.netlab import teardown
-from faultline.netlab.builder import build_network
+from faultline.netlab.builder import build_network, raise_neigh_limits, restore_neigh_limits
 from faultline.netlab.devices import Device, namespace_name
 from faultline.netlab.frr import crash_buffers, router_dir, start_routers, write_configs
 from faultline.netlab.probes import ProbeContext
@@ -54,6 +54,9 @@ def up(scenario: str, size: str, settings: Settings, timeout: float = 60.0) -> L
         def record(ns: str) -> None:
             state.namespaces.append(ns)
             state.extra_paths.extend(teardown.per_namespace_paths(ns))
+        # the ARP table is shared by all namespaces: a large lab needs the root namespace's limits raised
+        state.neigh_limits = raise_neigh_limits(topo)
+        state.save()
         build_network(topo, record)
         state.save()
         state.timings["network_s"] = round(time.monotonic() - t0, 2)
@@ -133,6 +136,8 @@ def _remove(state: LabState | None, namespaces: list[str]) -> list[int]:
     killed = teardown.kill_pids(sorted(pids))
     teardown.delete_namespaces(namespaces)
     teardown.remove_paths(extra)
+    if state is not None:
+        restore_neigh_limits(state.neigh_limits)
     if state is not None:
         _clear_run_dir(Path(state.run_dir))
     return killed

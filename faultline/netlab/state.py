@@ -44,6 +44,8 @@ class LabState:
     # faults injected and not yet recovered, as `faultline.netlab.faults` records (plain JSON dicts)
     faults: list[dict] = field(default_factory=list)
     fault_counter: int = 0  # numbers each injection (fault ids stay unique across recoveries)
+    # root-namespace ARP limits (gc_thresh1/2/3) before a large lab raised them; restored on down
+    neigh_limits: dict[str, int] | None = None
 
     # DeviceDirectory
     def device(self, name: str) -> Device:
