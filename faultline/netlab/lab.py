@@ -119,6 +119,10 @@ def _remove(state: LabState | None, namespaces: list[str]) -> list[int]:
     pids: set[int] = set()
     extra: list[str] = []
     if state is not None:
+        # fault helpers living outside the lab's namespaces (a link toggler) go first, by PID
+        from faultline.netlab.faults.base import stop_fault_helpers
+
+        stop_fault_helpers(state.faults)
         # a recorded PID is only ours if it still runs inside one of the lab's namespaces
         for proc in state.processes:
             if proc.namespace in namespaces and proc.pid in teardown.namespace_pids(proc.namespace):

@@ -190,3 +190,74 @@ class Fault:
         if self.record is None:
             raise FaultError(f"{self.label}: no injection recorded", fix="inject the fault first")
         return self.record
+
+
+# --- helper processes outside the lab's namespaces ----------------------------------------------
+# A fault may need a process of its own (a link toggler) that runs in the root namespace, where
+# `lab down`'s per-namespace sweep cannot see it. Its record keeps `helper_pid` and `helper_marker`
+# (a string in its command line) so it is stopped by PID, and only if the PID is still that process.
+
+
+def start_helper(argv: list[str]) -> int:
+    """Start a helper in a session of its own (its process group = its PID); returns the PID."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    return proc.pid
+
+
+def helper_alive(pid: int | None, marker: str) -> bool:
+    """True when `pid` runs and its command line contains `marker` (guards against PID reuse)."""
+    if not pid:
+        return False
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            cmdline = fh.read().replace(b"\0", b" ").decode(errors="replace")
+        with open(f"/proc/{pid}/stat") as fh:
+            zombie = fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return False
+    return not zombie and marker in cmdline
+
+
+def stop_helper(pid: int | None, marker: str, grace: float = 3.0) -> bool:
+    """Stop a helper's process group by PID (SIGTERM, then SIGKILL); True when one was stopped."""
+    import os
+    import signal
+
+    if not helper_alive(pid, marker):
+        _reap(pid)
+        return False
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 1.0)):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            _reap(pid)
+            if not helper_alive(pid, marker):
+                return True
+            time.sleep(0.05)
+    return True
+
+
+def stop_fault_helpers(faults: list[dict[str, Any]]) -> list[int]:
+    """Stop every helper recorded in fault records (plain dicts from the lab state); returns their PIDs."""
+    stopped = []
+    for data in faults:
+        params = data.get("params") or {}
+        pid, marker = params.get("helper_pid"), params.get("helper_marker")
+        if pid and marker and stop_helper(pid, marker):
+            stopped.append(pid)
+    return stopped
+
+
+def _reap(pid: int | None) -> None:
+    import os
+
+    if not pid:
+        return
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass

@@ -14,7 +14,7 @@ import random
 import subprocess
 from typing import ClassVar
 
-from faultline.netlab.faults.base import Fault, FaultError, FaultRecord, in_ns
+from faultline.netlab.faults.base import Fault, FaultError, FaultRecord, in_ns, sh
 from faultline.netlab.faults.link import pick_interface
 from faultline.netlab.probes import ProbeContext, run_probe
 from faultline.netlab.state import LabState
@@ -48,27 +48,28 @@ class NftFilter(Fault):
     """Drop matching packets in input, forward and output (NIKA v1's ACL-block layout)."""
 
     family: ClassVar[str] = "inet"
-    matches: ClassVar[tuple[str, ...]] = ()  # one drop rule per match, in every chain
+    matches: ClassVar[tuple[str, ...]] = ()  # one drop rule per match, in every chain ("" = drop everything)
+    chains: ClassVar[tuple[str, ...]] = ("input", "forward", "output")
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         table = table_name(rec)
         lines = [f"table {self.family} {table} {{"]
-        for chain in ("input", "forward", "output"):
+        for chain in self.chains:
             lines.append(f"  chain {chain} {{ type filter hook {chain} priority -10; policy accept;")
-            lines += [f"    {m} counter drop" for m in self.matches]
+            lines += [f"    {m + ' ' if m else ''}counter drop" for m in self.matches]
             lines.append("  }")
         lines.append("}")
         load_ruleset(state.device(rec.target).namespace, "\n".join(lines) + "\n")
         rec.params = {"family": self.family, "table": table}
         rec.mechanism = (f"nft table {self.family} {table} on {rec.target}: "
-                         f"{'; '.join(self.matches)} -> drop in input/forward/output")
+                         f"{'; '.join(m or 'everything' for m in self.matches)} -> drop in {'/'.join(self.chains)}")
 
     def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         rules = table_rules(ctx, rec.target, rec.params["family"], rec.params["table"])
         drops = [r for r in rules if r.verdict == "drop"]
-        if len(drops) < 3 * len(self.matches):
-            return f"nft table {rec.params['table']} on {rec.target} has {len(drops)} drop rules, expected " \
-                   f"{3 * len(self.matches)}"
+        expected = len(self.chains) * len(self.matches)
+        if len(drops) < expected:
+            return f"nft table {rec.params['table']} on {rec.target} has {len(drops)} drop rules, expected {expected}"
         return None
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
@@ -104,6 +105,36 @@ class BgpAclBlock(NftFilter):
         if all(p.state == "Established" for p in peers.bgp_peers):
             return f"every BGP session of {rec.target} is still Established"
         return None
+
+
+class ArpAclBlock(NftFilter):
+    """`arp_acl_block`: an nft `arp` table dropping every ARP packet in and out, then the neighbour cache flushed."""
+
+    label = "arp_acl_block"
+    category = "misconfiguration"
+    fault_type = "arp_acl_block"
+    roles = ("host", "router")
+    family = "arp"
+    matches = ("",)
+    chains = ("input", "output")  # the only hooks of the arp family
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        super().apply(state, topo, rec, rng)
+        ns = state.device(rec.target).namespace
+        sh(in_ns(ns, "ip", "neigh", "flush", "all"), "neighbour flush")
+        rec.mechanism += "; ip neigh flush all"
+
+
+class LinkFragmentationDisabled(NftFilter):
+    """`link_fragmentation_disabled`: v1's OUTPUT drop of packets 10-65535 bytes long (nearly all of them)."""
+
+    label = "link_fragmentation_disabled"
+    category = "link_failure"
+    fault_type = "link_fragmentation_disabled"
+    roles = ("host",)
+    family = "ip"
+    matches = ("meta length 10-65535",)
+    chains = ("output",)
 
 
 class NftRandomLoss(Fault):

@@ -12,9 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from faultline.netlab.faults.base import Fault, FaultError, FaultRecord, lab_topology
-from faultline.netlab.faults.link import LinkDown
-from faultline.netlab.faults.nft import BgpAclBlock, IcmpAclBlock, NftRandomLoss
-from faultline.netlab.faults.routing import BgpAsnMisconfig, BgpConfigChange, FrrServiceDown
+from faultline.netlab.faults.host import (HostCrash, HostIncorrectGateway, HostIncorrectIp, HostIncorrectNetmask,
+                                          HostIpConflict, HostMissingIp)
+from faultline.netlab.faults.link import LinkDetach, LinkDown, LinkFlap
+from faultline.netlab.faults.nft import (ArpAclBlock, BgpAclBlock, IcmpAclBlock, LinkFragmentationDisabled,
+                                         NftRandomLoss)
+from faultline.netlab.faults.ospf import OspfAclBlock, OspfAreaMisconfiguration, OspfNeighborMissing
+from faultline.netlab.faults.routing import BgpAsnMisconfig, BgpConfigChange, FrrServiceDown, HostStaticBlackhole
 from faultline.netlab.faults.shaping import TbfThrottle
 from faultline.netlab.probes import ProbeContext
 from faultline.netlab.readiness import wait_ready
@@ -22,6 +26,9 @@ from faultline.netlab.state import LabState
 
 FAULTS: dict[str, type[Fault]] = {cls.label: cls for cls in (
     LinkDown, FrrServiceDown, BgpConfigChange, BgpAsnMisconfig, BgpAclBlock, IcmpAclBlock, NftRandomLoss, TbfThrottle,
+    HostMissingIp, HostIncorrectIp, HostIncorrectGateway, HostIncorrectNetmask, HostIpConflict, LinkFlap, LinkDetach,
+    OspfAclBlock, OspfNeighborMissing, OspfAreaMisconfiguration,
+    HostStaticBlackhole, ArpAclBlock, LinkFragmentationDisabled, HostCrash,
 )}
 
 

@@ -7,6 +7,9 @@
   `bgp_missing_route_advertisement` (`no network ...` for every announced prefix) and
   `bgp_asn_misconfig` (the `router bgp` block re-created under AS + 600, since an ASN cannot be
   changed in place; v1 rewrites frr.conf and restarts, the running result is the same).
+* `HostStaticBlackhole` (`host_static_blackhole`): `ip route replace blackhole <LAN subnet>` in the
+  kernel of a router with a directly attached host LAN (replaces its connected route); recover deletes
+  the blackhole and puts the connected route back.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from pathlib import Path
 
 from faultline.errors import FaultlineError
 from faultline.netlab import frr, teardown
-from faultline.netlab.faults.base import (Fault, FaultError, FaultRecord, lab_topology,
-                                          reachability_problem)
+from faultline.netlab.faults.base import (Fault, FaultError, FaultRecord, in_ns, lab_topology,
+                                          reachability_problem, sh)
 from faultline.netlab.frr import crash_buffers, router_dir, vtysh_args, vtysh_env
 from faultline.netlab.probes import ProbeContext, run_probe
 from faultline.netlab.state import LabProcess, LabState
@@ -41,10 +44,15 @@ def vtysh(state: LabState, router: str, *commands: str) -> str:
 
 def bgp_block(running_config: str) -> list[str]:
     """The `router bgp N` block of a running config, from its first line to its closing `exit`."""
+    return config_block(running_config, "router bgp ")
+
+
+def config_block(running_config: str, head: str) -> list[str]:
+    """The block of a running config whose first line starts with `head`, up to its closing `exit`."""
     lines = running_config.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith("router bgp ")), None)
+    start = next((i for i, line in enumerate(lines) if line.startswith(head)), None)
     if start is None:
-        raise FaultError("no `router bgp` block in the running config")
+        raise FaultError(f"no `{head.strip()}` block in the running config")
     end = next(i for i in range(start + 1, len(lines)) if lines[i] in ("exit", "!"))
     return lines[start:end + 1]
 
@@ -143,11 +151,15 @@ class BgpConfigChange(Fault):
     roles = ("router",)
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
-        block = bgp_block(vtysh(state, rec.target, "show running-config"))
+        block = self.block(vtysh(state, rec.target, "show running-config"))
         forward, backward = self.change(block)
         vtysh(state, rec.target, "configure terminal", *forward)
         rec.params = {"forward": forward, "backward": backward}
         rec.mechanism = f"vtysh on {rec.target}: {'; '.join(c.strip() for c in forward if c.strip())[:300]}"
+
+    def block(self, running_config: str) -> list[str]:
+        """The part of the running config this change edits (the `router bgp` block)."""
+        return bgp_block(running_config)
 
     def change(self, block: list[str]) -> tuple[list[str], list[str]]:
         """(commands that inject, commands that undo), both run from `configure terminal`."""
@@ -161,7 +173,7 @@ class BgpConfigChange(Fault):
     def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         text = run_probe(ctx, "vtysh_show", dev=rec.target, command="show running-config").raw
         try:
-            block = bgp_block(text)
+            block = self.block(text)
         except FaultError as exc:
             return str(exc)
         return self.check_block(block, rec)
@@ -176,7 +188,7 @@ class BgpConfigChange(Fault):
         return lan_reachability_problem(ctx, _topo(ctx, rec), rec.target)
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
-        if self.check_block(bgp_block(vtysh(state, rec.target, "show running-config")), rec) is not None:
+        if self.check_block(self.block(vtysh(state, rec.target, "show running-config")), rec) is not None:
             return  # the change is no longer in the running config: nothing to undo
         vtysh(state, rec.target, "configure terminal", *rec.params["backward"])
 
@@ -205,3 +217,45 @@ def _topo(ctx: ProbeContext, rec: FaultRecord) -> Topology:
     if not isinstance(state, LabState):
         raise FaultError(f"verifying {rec.label} needs a ProbeContext built from the lab state (lab.probe_context)")
     return lab_topology(state)
+
+
+class HostStaticBlackhole(Fault):
+    """`host_static_blackhole`: the router's attached host subnet turned into a kernel blackhole route."""
+
+    label = "host_static_blackhole"
+    category = "misconfiguration"
+    fault_type = "host_static_blackhole"
+    roles = ("router",)
+
+    def pick_target(self, state: LabState, topo: Topology, target: str | None, rng: random.Random) -> str:
+        with_hosts = {lan.router for lan in topo.lans if lan.hosts}
+        if target is not None and target not in with_hosts:
+            raise FaultError(f"{self.label} cannot target {target!r}: no host LAN attached",
+                             fix=f"choose one of: {', '.join(sorted(with_hosts)) or '(none in this lab)'}")
+        if target is not None:
+            return target
+        if not with_hosts:
+            raise FaultError(f"{self.label} needs a router with an attached host LAN; this lab has none")
+        return rng.choice(sorted(with_hosts))
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        lan = rng.choice([lan for lan in topo.lans if lan.router == rec.target and lan.hosts])
+        ns = state.device(rec.target).namespace
+        sh(in_ns(ns, "ip", "route", "replace", "blackhole", lan.subnet), "blackhole route")
+        rec.params = {"subnet": lan.subnet, "ifname": lan.gateway.name, "src": lan.gateway.address.split("/")[0]}
+        rec.mechanism = f"ip route replace blackhole {lan.subnet} in {rec.target} (its connected host LAN)"
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        routes = run_probe(ctx, "ip_route", dev=rec.target).record.routes
+        if any(r.dst == rec.params["subnet"] and r.type == "blackhole" for r in routes):
+            return None
+        return f"no blackhole route for {rec.params['subnet']} on {rec.target}"
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        return lan_reachability_problem(ctx, _topo(ctx, rec), rec.target)
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        ns, subnet = state.device(rec.target).namespace, rec.params["subnet"]
+        sh(in_ns(ns, "ip", "route", "del", "blackhole", subnet), "blackhole delete", check=False)
+        sh(in_ns(ns, "ip", "route", "replace", subnet, "dev", rec.params["ifname"], "proto", "kernel", "scope", "link",
+                 "src", rec.params["src"]), "connected route restore")
