@@ -8,31 +8,21 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from faultline.errors import FaultlineError
 from faultline.netlab.scenarios import SIZES, build_topology, scenario_names
+from tests.labhelpers import lab_namespaces as _lab_namespaces
+from tests.labhelpers import require_root as _require_root
+from tests.labhelpers import root_routes as _root_routes
 
 # The FRR daemons run as user frr, so every parent of the lab dir must be searchable by others:
 # not pytest's tmp dir (0700), nor the checkout (CI may clone under a 0700 home). /tmp is 1777.
 LAB_DIR = Path(f"/tmp/faultline-lab-test-{os.getpid()}")
 
 
-def _require_root() -> None:
-    if os.geteuid() != 0:
-        pytest.fail("lab tests need root (network namespaces); run pytest as root")
-
-
-def _lab_namespaces() -> list[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return [line.split()[0] for line in out.splitlines() if line.startswith("fl-")]
-
-
-def _root_routes() -> str:
-    return subprocess.run(["ip", "route", "show", "table", "all"], capture_output=True, text=True).stdout
 
 
 def _alive(pid: int) -> bool:

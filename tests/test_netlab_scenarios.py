@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import subprocess
 import time
 from pathlib import Path
 
@@ -19,6 +18,9 @@ from faultline.netlab.frr import render_ospf, render_rip, router_daemons
 from faultline.netlab.readiness import host_pairs, readiness_pairs
 from faultline.netlab.scenarios import SCENARIOS, SIZES, build_topology
 from faultline.netlab.topology import Topology
+from tests.labhelpers import lab_namespaces as _lab_namespaces
+from tests.labhelpers import require_root as _require_root
+from tests.labhelpers import root_routes as _root_routes
 
 # FRR runs as user frr, so every parent of the lab dir must be world-searchable: /tmp is 1777.
 LAB_DIR = Path(f"/tmp/faultline-lab-scenarios-{os.getpid()}")
@@ -33,18 +35,6 @@ COUNTS = {
 PROTOCOL = {"ospf_enterprise_static": "ospf", "rip_small_internet": "rip", "dc_clos_bgp": "bgp"}
 
 
-def _require_root() -> None:
-    if os.geteuid() != 0:
-        pytest.fail("lab tests need root (network namespaces); run pytest as root")
-
-
-def _lab_namespaces() -> list[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return [line.split()[0] for line in out.splitlines() if line.startswith("fl-")]
-
-
-def _root_routes() -> str:
-    return subprocess.run(["ip", "route", "show", "table", "all"], capture_output=True, text=True).stdout
 
 
 # --- pure: shape and addressing --------------------------------------------------------------

@@ -1,0 +1,25 @@
+"""Helpers shared by the network-lab tests (they need root and leave nothing behind)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+
+def require_root() -> None:
+    """Fail (never skip) when not root: the lab builds real network namespaces."""
+    if os.geteuid() != 0:
+        pytest.fail("lab tests need root (network namespaces); run pytest as root")
+
+
+def lab_namespaces() -> list[str]:
+    """Every `fl-*` network namespace on the machine."""
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith("fl-")]
+
+
+def root_routes() -> str:
+    """The root namespace's routing tables, to prove the lab never touches them."""
+    return subprocess.run(["ip", "route", "show", "table", "all"], capture_output=True, text=True).stdout
