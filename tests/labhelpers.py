@@ -23,3 +23,13 @@ def lab_namespaces() -> list[str]:
 def root_routes() -> str:
     """The root namespace's routing tables, to prove the lab never touches them."""
     return subprocess.run(["ip", "route", "show", "table", "all"], capture_output=True, text=True).stdout
+
+
+def wait_until_no_lab(timeout: float = 180.0) -> None:
+    """Only one lab fits on a machine (shared `fl-` prefix): wait for another one to finish."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while lab_namespaces() and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not lab_namespaces(), f"another lab is still up: {sorted(lab_namespaces())}"

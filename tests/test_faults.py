@@ -20,6 +20,7 @@ from faultline.netlab.faults.base import CATEGORIES, FaultError, FaultNotVerifie
 from faultline.netlab.faults.catalogue import catalogue
 from faultline.netlab.scenarios import build_topology
 from faultline.netlab.state import LabState
+from tests.labhelpers import lab_namespaces, require_root, wait_until_no_lab
 
 LAB_DIR = Path(f"/tmp/faultline-lab-faults-{os.getpid()}")  # parents world-searchable (FRR runs as frr)
 OUR_NAMESPACES = {namespace_name(n) for n in build_topology("simple_bgp", "s").nodes}
@@ -101,8 +102,7 @@ def test_ground_truth_of_a_quiet_lab_is_no_anomaly():
 
 
 def _lab_namespaces() -> set[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return {line.split()[0] for line in out.splitlines() if line.startswith("fl-")}
+    return set(lab_namespaces())
 
 
 @pytest.fixture(scope="module")
@@ -117,13 +117,8 @@ def lab(lab_settings):
     """(state, probe context) of one simple_bgp lab (size s); torn down at the end whatever happens."""
     from faultline.netlab import lab as netlab
 
-    if os.geteuid() != 0:
-        pytest.fail("fault tests need root (network namespaces); run pytest as root")
-    # only one lab fits on the machine at a time (shared fl- prefix): wait for another one to finish
-    deadline = time.monotonic() + 180
-    while _lab_namespaces() and time.monotonic() < deadline:
-        time.sleep(1)
-    assert not _lab_namespaces(), f"another lab is still up: {sorted(_lab_namespaces())}"
+    require_root()
+    wait_until_no_lab()
     try:
         state = netlab.up("simple_bgp", "s", lab_settings, timeout=30)
         yield state, netlab.probe_context(state, lab_settings)

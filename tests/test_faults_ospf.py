@@ -19,6 +19,7 @@ from faultline.netlab.devices import Device, namespace_name
 from faultline.netlab.faults.base import FaultNotVerified, helper_alive
 from faultline.netlab.scenarios import build_topology
 from faultline.netlab.state import LabState
+from tests.labhelpers import lab_namespaces, require_root, wait_until_no_lab
 
 SCENARIO = "ospf_enterprise_static"
 LAB_DIR = Path(f"/tmp/faultline-lab-faults-ospf-{os.getpid()}")  # parents world-searchable (FRR runs as frr)
@@ -34,8 +35,7 @@ _helpers: list[tuple[int, str]] = []  # toggler (pid, marker) left running for t
 
 
 def _lab_namespaces() -> set[str]:
-    out = subprocess.run(["ip", "netns", "list"], check=False, capture_output=True, text=True).stdout
-    return {line.split()[0] for line in out.splitlines() if line.startswith("fl-")}
+    return set(lab_namespaces())
 
 
 def test_ospf_target_choice_is_seeded_and_router_only():
@@ -54,12 +54,8 @@ def lab():
     from faultline.config import Settings
     from faultline.netlab import lab as netlab
 
-    if os.geteuid() != 0:
-        pytest.fail("fault tests need root (network namespaces); run pytest as root")
-    deadline = time.monotonic() + 180
-    while _lab_namespaces() and time.monotonic() < deadline:
-        time.sleep(1)
-    assert not _lab_namespaces(), f"another lab is still up: {sorted(_lab_namespaces())}"
+    require_root()
+    wait_until_no_lab()
     settings = Settings(lab_dir=LAB_DIR, progress=False)
     try:
         state = netlab.up(SCENARIO, "s", settings, timeout=45)
