@@ -54,3 +54,26 @@ def run_cli(settings):
         return code
 
     return run
+
+
+LAB_LOCK = Path("/tmp/faultline-lab.lock")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_lab_session_at_a_time():
+    """Only one lab fits on a machine (shared `fl-` prefix, `down --all`): pytest runs as root take a host lock.
+
+    Anyone else driving labs by hand on the same machine wraps the command in `flock /tmp/faultline-lab.lock`.
+    """
+    import fcntl
+    import os
+
+    if os.geteuid() != 0:
+        yield
+        return
+    with open(LAB_LOCK, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # blocks until the other session is done
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
