@@ -24,15 +24,18 @@ from tests.labhelpers import root_routes as _root_routes
 
 # FRR runs as user frr, so every parent of the lab dir must be world-searchable: /tmp is 1777.
 LAB_DIR = Path(f"/tmp/faultline-lab-scenarios-{os.getpid()}")
-NEW = ("ospf_enterprise_static", "rip_small_internet", "dc_clos_bgp")
+NEW = ("ospf_enterprise_static", "rip_small_internet", "dc_clos_bgp", "dc_clos_service", "ospf_enterprise_dhcp")
 
-# (routers, hosts, switches) per size, from sade-nika.md §B.2 (rip: NIKA's counts minus the VPN server)
+# (routers, end hosts, switches) per size, from sade-nika.md §B.2 (rip: NIKA's counts minus the VPN server)
 COUNTS = {
     "ospf_enterprise_static": {"s": (6, 7, 2), "m": (8, 21, 8), "l": (12, 133, 32)},  # 15 / 37 / 177
     "rip_small_internet": {"s": (4, 4, 0), "m": (7, 12, 0), "l": (13, 40, 0)},  # 8 / 19 / 53
     "dc_clos_bgp": {"s": (5, 2, 0), "m": (18, 8, 0), "l": (68, 32, 0)},  # 7 / 26 / 100
+    "dc_clos_service": {"s": (5, 3, 0), "m": (18, 10, 0), "l": (52, 36, 0)},  # 8 / 28 / 88
+    "ospf_enterprise_dhcp": {"s": (6, 12, 2), "m": (8, 26, 8), "l": (12, 138, 32)},  # 20 / 42 / 182
 }
-PROTOCOL = {"ospf_enterprise_static": "ospf", "rip_small_internet": "rip", "dc_clos_bgp": "bgp"}
+PROTOCOL = {"ospf_enterprise_static": "ospf", "rip_small_internet": "rip", "dc_clos_bgp": "bgp",
+            "dc_clos_service": "bgp", "ospf_enterprise_dhcp": "ospf"}
 
 
 
@@ -45,7 +48,7 @@ PROTOCOL = {"ospf_enterprise_static": "ospf", "rip_small_internet": "rip", "dc_c
 def test_node_counts_and_roles_match_nika(scenario, size):
     topo = build_topology(scenario, size)
     routers, hosts, switches = COUNTS[scenario][size]
-    assert (len(topo.routers()), len(topo.hosts()), len(topo.switches())) == (routers, hosts, switches)
+    assert (len(topo.routers()), len(topo.end_hosts()), len(topo.switches())) == (routers, hosts, switches)
     assert len(topo.nodes) == routers + hosts + switches
     assert topo.protocol == PROTOCOL[scenario] and topo.protocols() == {PROTOCOL[scenario]}
 
@@ -67,13 +70,15 @@ def test_addressing_is_deterministic_disjoint_and_gatewayed(scenario, size):
     for lan in first.lans:
         subnet = ipaddress.ip_network(lan.subnet)
         gateway = ipaddress.ip_interface(lan.gateway.address)
-        assert lan.gateway.node == lan.router and first.nodes[lan.router].role == "router"
+        # a LAN hangs off a router, except a load balancer's private backend LAN
+        assert lan.gateway.node == lan.router
+        assert first.nodes[lan.router].role == "router" or all(first.nodes[h.node].private for h in lan.hosts)
         assert gateway.network == subnet
         for host in lan.hosts:
             assert ipaddress.ip_address(host.address.split("/")[0]) in subnet
             assert first.nodes[host.node].gateway == str(gateway.ip)
             on_a_lan.add(host.node)
-    assert on_a_lan == {h.name for h in first.hosts()}, "a host is on no LAN"
+    assert on_a_lan == {h.name for h in first.end_hosts()}, "a host is on no LAN"
     # interface names fit the kernel's 15 characters and are unique per node
     for node in first.nodes.values():
         names = [i.name for i in node.interfaces]
@@ -153,8 +158,8 @@ def test_readiness_pings_all_pairs_when_small_and_a_covering_sample_when_large()
     large = build_topology("ospf_enterprise_static", "l")
     sample = readiness_pairs(large)
     assert len(sample) < len(host_pairs(large)) // 5
-    assert {s for s, _, _ in sample} == {h.name for h in large.hosts()}
-    assert {d for _, d, _ in sample} == {h.name for h in large.hosts()}
+    assert {s for s, _, _ in sample} == {h.name for h in large.end_hosts()}
+    assert {d for _, d, _ in sample} == {h.name for h in large.end_hosts()}
     lan_of = {h.node: lan.subnet for lan in large.lans for h in lan.hosts}
     assert {(lan_of[s], lan_of[d]) for s, d, _ in sample} == {(a, b) for a in set(lan_of.values())
                                                               for b in set(lan_of.values())}
@@ -175,7 +180,7 @@ def lab_settings():
     return Settings(lab_dir=LAB_DIR, progress=False)
 
 
-def _up_healthy_down(scenario: str, settings, daemons: set[str]):
+def _up_healthy_down(scenario: str, settings, daemons: set[str], check=None):
     from faultline.netlab import lab
     from faultline.netlab.teardown import alive
 
@@ -190,19 +195,66 @@ def _up_healthy_down(scenario: str, settings, daemons: set[str]):
         assert {p.name for p in state.processes} == {"zebra"} | daemons
         assert all(alive(p.pid) for p in state.processes)
         assert state.timings["healthy_s"] < 60
+        if check is not None:
+            check(state)
     finally:
         lab.down(settings)
     assert not _lab_namespaces()
     assert not any(alive(p.pid) for p in state.processes)
     assert not Path(state.run_dir).exists()
+    assert not any(Path("/etc/netns", ns).exists() for ns in state.namespaces)
     assert _root_routes() == routes_before
     return state
+
+
+SERVICES = {"dc_clos_service": {"dnsmasq", "nginx"}, "ospf_enterprise_static": {"dnsmasq", "nginx"},
+            "ospf_enterprise_dhcp": {"dnsmasq", "nginx", "udhcpc"}}
 
 
 @pytest.mark.parametrize("scenario", NEW)
 def test_scenario_builds_healthy_and_tears_down(scenario, lab_settings):
     daemons = {"ospf": {"ospfd"}, "rip": {"ripd"}, "bgp": {"bgpd"}}[PROTOCOL[scenario]]
-    _up_healthy_down(scenario, lab_settings, daemons)
+    _up_healthy_down(scenario, lab_settings, daemons | SERVICES.get(scenario, set()))
+
+
+def _in(ns: str, *argv: str) -> str:
+    import subprocess
+
+    return subprocess.run(["ip", "netns", "exec", f"fl-{ns}", *argv], capture_output=True, text=True,
+                          timeout=15).stdout
+
+
+def test_campus_hosts_get_their_address_by_dhcp_and_reach_the_load_balanced_site(lab_settings):
+    def check(state):
+        host = "host_1_1_1_1"
+        expected = state.device(host).addresses[0]
+        assert f"inet {expected} " in _in(host, "ip", "-4", "-o", "addr", "show", "dev", "eth0")
+        assert "default via 10.1.0.1" in _in(host, "ip", "route")  # the router option of its LAN
+        dns_ip = state.device("dns_server").addresses[0].split("/")[0]
+        assert _in(host, "cat", "/etc/resolv.conf").split() == ["nameserver", dns_ip]
+        # the lease came through the distribution router's relay
+        assert "DHCPACK" in Path(state.run_dir, "svc", "dhcp_server", "dnsmasq.log").read_text()
+        lb_ip = state.device("load_balancer").addresses[0].split("/")[0]
+        assert _in(host, "dig", "+short", "web99.local").split() == [lb_ip]
+        served = {_in(host, "curl", "-s", "--max-time", "3", "http://web99.local/") for _ in range(6)}
+        assert {page.strip() for page in served} == {f"<html><body><h1>backend_web_{i}</h1></body></html>"
+                                                    for i in (1, 2, 3)}, "round robin over the 3 backends"
+        # the backends' LAN is private: users cannot reach it directly
+        backend_ip = state.device("backend_web_1").addresses[0].split("/")[0]
+        assert _in(host, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2",
+                   f"http://{backend_ip}/") == "000"
+
+    _up_healthy_down("ospf_enterprise_dhcp", lab_settings, {"ospfd", "dnsmasq", "nginx", "udhcpc"}, check)
+
+
+def test_clos_clients_resolve_pod_names_and_load_pages(lab_settings):
+    def check(state):
+        web_ip = state.device("webserver1_pod0").addresses[0].split("/")[0]
+        assert _in("client_0", "dig", "+short", "web1.pod0").split() == [web_ip]
+        assert "webserver1_pod0" in _in("client_0", "curl", "-s", "--max-time", "3", "http://web1.pod0/")
+        assert "NXDOMAIN" in _in("client_0", "dig", "web7.pod0")
+
+    _up_healthy_down("dc_clos_service", lab_settings, {"bgpd", "dnsmasq", "nginx"}, check)
 
 
 def test_static_route_is_installed_and_redistributed(lab_settings, monkeypatch):

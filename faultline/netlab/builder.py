@@ -14,6 +14,13 @@ from faultline.errors import FaultlineError
 from faultline.netlab.devices import namespace_name
 from faultline.netlab.topology import Topology
 
+
+def host_mac(address: str) -> str:
+    """A deterministic, locally administered MAC for a DHCP host: 02:00 + the IPv4 octets."""
+    import ipaddress
+
+    return "02:00:" + ":".join(f"{b:02x}" for b in ipaddress.ip_interface(address).ip.packed)
+
 _TIMEOUT = 60
 
 
@@ -85,9 +92,13 @@ def build_network(topo: Topology, record_namespace: Callable[[str], None]) -> No
         if node.loopback:
             per_ns[ns].append(f"addr add {node.loopback} dev lo")
         for iface in node.interfaces:
-            per_ns[ns].append(f"addr add {iface.address} dev {iface.name}")
+            if node.dhcp and iface.name == "eth0":
+                # the address comes from the DHCP server, which reserves it for this MAC
+                per_ns[ns].append(f"link set eth0 address {host_mac(iface.address)}")
+            else:
+                per_ns[ns].append(f"addr add {iface.address} dev {iface.name}")
             per_ns[ns].append(f"link set {iface.name} up")
-        if node.gateway:
+        if node.gateway and not node.dhcp:
             per_ns[ns].append(f"route add default via {node.gateway}")
     for ns, lines in per_ns.items():
         ip_batch(lines, ns)

@@ -17,6 +17,7 @@ from faultline.netlab.probes import ProbeContext
 from faultline.netlab.readiness import wait_ready
 from faultline.netlab.runner import Runner
 from faultline.netlab.scenarios import build_topology
+from faultline.netlab.services import service_dir, start_services
 from faultline.netlab.state import STATE_FILE, LabProcess, LabState, load_state
 
 
@@ -65,6 +66,9 @@ def up(scenario: str, size: str, settings: Settings, timeout: float = 60.0) -> L
             state.processes.append(LabProcess(pid, daemon, router, namespace_name(router)))
             state.extra_paths.append(crash_buffers(daemon, pid))
         state.save()
+        for node, name, pid in start_services(topo, run_dir):
+            state.processes.append(LabProcess(pid, name, node, namespace_name(node)))
+        state.save()
         state.timings["daemons_started_s"] = round(time.monotonic() - t0, 2)
         phases = wait_ready(topo, run_dir, timeout)
         state.timings.update({k: round(v + state.timings["daemons_started_s"], 2) for k, v in phases.items()})
@@ -108,10 +112,17 @@ def status(settings: Settings) -> LabState | None:
 def probe_context(state: LabState, settings: Settings | None = None, runner: Runner | None = None) -> ProbeContext:
     """A ProbeContext for the running lab: its devices, each router's vty socket dir and readable FRR files."""
     run_dir = Path(state.run_dir) if settings is None else Path(settings.lab_dir).resolve()
-    routers = sorted({p.device for p in state.processes})
+    routers = sorted(d.name for d in state.devices() if d.role == "router")
     dirs = {r: str(router_dir(run_dir, r)) for r in routers}
-    return ProbeContext(directory=state, runner=runner or Runner(), file_roots={r: [d] for r, d in dirs.items()},
-                        vty_dirs=dirs)
+    roots: dict[str, list[str]] = {r: [d] for r, d in dirs.items()}
+    # service configs and logs, and every end host's resolv.conf folder
+    for proc in state.processes:
+        if proc.name not in FRR_DAEMONS:
+            roots.setdefault(proc.device, []).append(str(service_dir(run_dir, proc.device)))
+    for device in state.devices():
+        if device.role not in ("router", "switch"):
+            roots.setdefault(device.name, []).append(f"/etc/netns/{device.namespace}")
+    return ProbeContext(directory=state, runner=runner or Runner(), file_roots=roots, vty_dirs=dirs)
 
 
 def _remove(state: LabState | None, namespaces: list[str]) -> list[int]:
@@ -149,7 +160,7 @@ def _remove(state: LabState | None, namespaces: list[str]) -> list[int]:
 
 def _clear_run_dir(run_dir: Path) -> None:
     """Remove only what the lab writes in its run dir (lab_dir may be shared with other files)."""
-    for name in ("frr", STATE_FILE, STATE_FILE.replace(".json", ".tmp")):
+    for name in ("frr", "svc", STATE_FILE, STATE_FILE.replace(".json", ".tmp")):
         teardown.remove_paths([str(run_dir / name)])
     if run_dir.is_dir() and not any(run_dir.iterdir()):
         run_dir.rmdir()

@@ -3,7 +3,8 @@
 Never a fixed sleep: each check is repeated until it passes or a deadline expires, and a timeout
 names exactly what was not ready. Routing checks per protocol: BGP sessions Established; OSPF
 adjacencies Full, then every router has a route to every LAN; RIP every router has a route to every
-LAN. Then host reachability: all pairs for small labs, a covering sample for large ones.
+LAN. Then services answer (DNS records, HTTP, DHCP leases). Then end-host reachability: all pairs
+for small labs, a covering sample for large ones.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Callable
 from faultline.errors import FaultlineError
 from faultline.netlab.devices import namespace_name
 from faultline.netlab.frr import vtysh_args, vtysh_env
+from faultline.netlab.services import SERVICE_ROLES, service_problems
 from faultline.netlab.topology import Topology
 
 _POLL = 0.2
@@ -72,7 +74,7 @@ def ospf_not_full(topo: Topology, run_dir: Path) -> list[str]:
 
 def lans_missing(topo: Topology, run_dir: Path) -> list[str]:
     """'router: no route to LAN' for every router lacking a route to some LAN of `topo`."""
-    subnets = [lan.subnet for lan in topo.lans]
+    subnets = [lan.subnet for lan in topo.routed_lans()]
 
     def check(router: str) -> list[str]:
         table = vtysh_json(run_dir, router, "show ip route json")
@@ -94,9 +96,14 @@ def routing_problems(topo: Topology, run_dir: Path) -> tuple[str, list[str]]:
     raise FaultlineError(f"no readiness check for protocol {topo.protocol!r}", fix="use bgp, ospf or rip")
 
 
+def _reachable_hosts(topo: Topology) -> list:
+    # LB backends sit on a private LAN: only their load balancer is meant to reach them
+    return [n for n in topo.end_hosts() if not n.private]
+
+
 def host_pairs(topo: Topology) -> list[tuple[str, str, str]]:
-    """(source host, destination host, destination address) for every ordered pair of hosts."""
-    hosts = topo.hosts()
+    """(source, destination, destination address) for every ordered pair of reachable end hosts."""
+    hosts = _reachable_hosts(topo)
     return [(a.name, b.name, b.addresses[0].split("/")[0]) for a in hosts for b in hosts if a is not b]
 
 
@@ -110,8 +117,8 @@ def readiness_pairs(topo: Topology, limit: int = FULL_PAIRS_LIMIT) -> list[tuple
     if len(pairs) <= limit:
         return pairs
     sample = []
-    for position, src in enumerate(topo.hosts()):
-        for lan in topo.lans:
+    for position, src in enumerate(_reachable_hosts(topo)):
+        for lan in topo.routed_lans():
             members = [h for h in lan.hosts if h.node != src.name]
             if members:
                 dst = members[position % len(members)]
@@ -148,6 +155,11 @@ def wait_ready(topo: Topology, run_dir: Path, timeout: float = 60.0) -> dict[str
         _check_deadline(deadline, timeout, what, problems)
         time.sleep(_POLL)
     timings["routing_converged_s"] = round(time.monotonic() - start, 2)
+    if topo.zones or any(n.role in SERVICE_ROLES or n.dhcp for n in topo.nodes.values()):
+        while problems := service_problems(topo):
+            _check_deadline(deadline, timeout, "services not answering", problems)
+            time.sleep(_POLL)
+        timings["services_s"] = round(time.monotonic() - start, 2)
     # only failing pairs are retried, so a large lab does not re-ping what already works
     pending = readiness_pairs(topo)
     while pending := unreachable(pending):

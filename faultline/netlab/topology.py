@@ -23,7 +23,9 @@ from faultline.netlab.devices import valid_device_name
 _LOOPBACKS = ipaddress.ip_network("10.255.0.0/16")
 _P2P = ipaddress.ip_network("10.0.0.0/16")
 _LANS = ipaddress.ip_network("10.1.0.0/16")
-ROLES = ("router", "host", "switch")
+ROLES = ("router", "host", "switch", "client", "dns", "dhcp", "web", "lb", "backend")
+# roles of end hosts: everything that is neither a router nor a switch ("backend": behind a load balancer)
+END_ROLES = ("host", "client", "dns", "dhcp", "web", "lb", "backend")
 PROTOCOLS = ("bgp", "ospf", "rip")
 
 
@@ -48,6 +50,9 @@ class Node:
     loopback: str | None = None  # "10.255.0.1/32", routers only
     gateway: str | None = None  # hosts: the LAN gateway's address (no prefix)
     interfaces: list[Interface] = field(default_factory=list)
+    dhcp: bool = False  # the host takes its (reserved) address from the lab's DHCP server
+    resolvers: list[str] = field(default_factory=list)  # DNS server nodes written to its resolv.conf
+    private: bool = False  # on a LAN behind a non-router (LB backends): not reachable from other LANs
 
     @property
     def addresses(self) -> tuple[str, ...]:
@@ -92,6 +97,10 @@ class Topology:
     nodes: dict[str, Node] = field(default_factory=dict)
     links: list[Link] = field(default_factory=list)
     lans: list[Lan] = field(default_factory=list)
+    # dns node -> (zone, {fqdn: node whose main address the name resolves to})
+    zones: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
+    lb_backends: dict[str, list[str]] = field(default_factory=dict)  # lb node -> backend web nodes
+    dhcp_relays: dict[str, str] = field(default_factory=dict)  # router -> DHCP server node it relays to
 
     def add_router(self, name: str, asn: int | None = None) -> Node:
         """Add a router; its loopback is the next one in the pool."""
@@ -99,9 +108,11 @@ class Topology:
         loopback = f"{_LOOPBACKS.network_address + count + 1}/32"
         return self._add(Node(name=name, role="router", asn=asn, loopback=loopback))
 
-    def add_host(self, name: str) -> Node:
-        """Add a host; give it an address by putting it on a LAN with `add_lan`."""
-        return self._add(Node(name=name, role="host"))
+    def add_host(self, name: str, role: str = "host") -> Node:
+        """Add an end host (`role` host, client, dns, dhcp, web or lb); give it an address with `add_lan`."""
+        if role not in END_ROLES:
+            raise FaultlineError(f"{name}: {role!r} is not an end-host role", fix=f"use one of {', '.join(END_ROLES)}")
+        return self._add(Node(name=name, role=role))
 
     def add_switch(self, name: str) -> Node:
         """Add an access switch (a namespace with one bridge, no address); use it in `add_lan`."""
@@ -128,10 +139,12 @@ class Topology:
         return {self.protocol} | extra
 
     def add_lan(self, router: str, hosts: list[str], area: int = 0,
-                switches: dict[str, list[str]] | None = None) -> Lan:
+                switches: dict[str, list[str]] | None = None, subnet: str | None = None) -> Lan:
         """A /24 LAN behind `router` (gateway .1 on the router, hosts from .10, in OSPF `area`).
 
         `hosts` hang off the router; `switches` maps access-switch names to the hosts behind each.
+        `subnet` overrides the next /24 of the pool. `router` may be an end host (a load balancer in
+        front of its backends): such a LAN is not routed, and its hosts are marked `private`.
         """
         switches = switches or {}
         if hosts and switches:
@@ -141,7 +154,8 @@ class Topology:
         index = len(self.lans)
         if index > 255 or len(hosts) > 240:
             raise FaultlineError("the lab ran out of LAN addresses", fix="use a smaller size")
-        net = ipaddress.ip_network(f"{_LANS.network_address + 256 * index}/24")
+        net = ipaddress.ip_network(subnet or f"{_LANS.network_address + 256 * index}/24")
+        private = self.nodes[router].role != "router"
         bridged = len(hosts) > 1 or bool(switches)
         gw_addr = f"{net.network_address + 1}/24"
         if bridged:
@@ -153,6 +167,7 @@ class Topology:
         for offset, host in enumerate(hosts):
             iface = self._iface(host, f"{net.network_address + 10 + offset}/24")
             self.nodes[host].gateway = str(net.network_address + 1)
+            self.nodes[host].private = private
             members.append(iface)
         lan = Lan(router, str(net), gateway, tuple(members), bridged, area, tuple(switches), tuple(host_switch))
         self.lans.append(lan)
@@ -163,8 +178,23 @@ class Topology:
         return [n for n in self.nodes.values() if n.role == "router"]
 
     def hosts(self) -> list[Node]:
-        """Hosts in insertion order."""
+        """Plain hosts (role "host") in insertion order."""
         return [n for n in self.nodes.values() if n.role == "host"]
+
+    def end_hosts(self) -> list[Node]:
+        """Every end host (hosts, clients, servers) in insertion order, private LAN members included."""
+        return [n for n in self.nodes.values() if n.role in END_ROLES]
+
+    def routed_lans(self) -> list[Lan]:
+        """LANs behind routers (announced by the routing protocol); private LANs excluded."""
+        return [lan for lan in self.lans if self.nodes[lan.router].role == "router"]
+
+    def add_zone(self, dns: str, zone: str, records: dict[str, str]) -> None:
+        """Make `dns` authoritative for `zone` with A records {name: node} (names without the zone)."""
+        for node in records.values():
+            if node not in self.nodes:
+                raise FaultlineError(f"DNS record for unknown node {node!r}", fix="add the node first")
+        self.zones[dns] = (zone, {f"{name}.{zone}": node for name, node in records.items()})
 
     def switches(self) -> list[Node]:
         """Access switches in insertion order."""

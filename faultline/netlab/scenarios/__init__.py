@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Callable
 
 from faultline.errors import FaultlineError
-from faultline.netlab.scenarios import dc_clos_bgp, ospf_enterprise_static, rip_small_internet, simple_bgp
+from faultline.netlab.scenarios import (dc_clos_bgp, dc_clos_service, ospf_enterprise_dhcp, ospf_enterprise_static,
+                                       rip_small_internet, simple_bgp)
 from faultline.netlab.topology import Topology
 
 SIZES = ("s", "m", "l")
@@ -14,7 +15,9 @@ SIZES = ("s", "m", "l")
 SCENARIOS: dict[str, Callable[[str], Topology]] = {
     "simple_bgp": simple_bgp.build,
     "dc_clos_bgp": dc_clos_bgp.build,
+    "dc_clos_service": dc_clos_service.build,
     "ospf_enterprise_static": ospf_enterprise_static.build,
+    "ospf_enterprise_dhcp": ospf_enterprise_dhcp.build,
     "rip_small_internet": rip_small_internet.build,
 }
 
