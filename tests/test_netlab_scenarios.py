@@ -207,7 +207,7 @@ def _up_healthy_down(scenario: str, settings, daemons: set[str], check=None):
     return state
 
 
-SERVICES = {"dc_clos_service": {"dnsmasq", "nginx"}, "ospf_enterprise_static": {"dnsmasq", "nginx"},
+SERVICES = {"dc_clos_service": {"dnsmasq", "nginx"}, "rip_small_internet": {"nginx"}, "ospf_enterprise_static": {"dnsmasq", "nginx"},
             "ospf_enterprise_dhcp": {"dnsmasq", "nginx", "udhcpc"}}
 
 

@@ -13,8 +13,8 @@ undoing a fault somebody already repaired, is harmless. Values follow NIKA v1 (n
 
 `host_crash` (partial, §G: there is no container to kill): every process in the host's namespace is
 killed by PID and the far end of each of its veths is set down from outside, so the host goes silent
-(its interfaces lose carrier). Recover sets the far ends up again; killed processes are not restarted
-(hosts run none in the current scenarios, and the record lists what was killed).
+(its interfaces lose carrier). Recover sets the far ends up again and starts the host's lab service
+afresh (a DHCP host's udhcpc), as a rebooted host would; the record lists what was killed.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from faultline.netlab import teardown
 from faultline.netlab.faults.base import Fault, FaultError, FaultRecord, in_ns, sh
 from faultline.netlab.faults.link import interface_state, veth_peer
 from faultline.netlab.probes import ProbeContext, run_probe
+from faultline.netlab.service_ops import service_process, service_running, start_recorded
 from faultline.netlab.state import LabState
 from faultline.netlab.topology import Topology
 
@@ -225,3 +226,6 @@ class HostCrash(Fault):
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
         for _, peer_ns, peer_if, _ in rec.params["peers"]:
             sh(["ip", "-n", peer_ns, "link", "set", peer_if, "up"], "peer link up")
+        # the host "boots" again: its service (a DHCP client on DHCP hosts) is started afresh
+        if service_process(state, rec.target) is not None and not service_running(state, rec.target):
+            start_recorded(state, rec.target)

@@ -5,9 +5,8 @@ to every internal router; `external` routers attached to the gateway, each front
 of `servers` web servers `web_server_<e>_<i>`. RIPv2 everywhere. NIKA's wiring of the gateway is
 not in the notes: attaching it to every internal router is our choice.
 
-Not built: the WireGuard VPN (`vpn_server_1`; web_server_1_1/1_2 reachable only over it) and the
-Apache services (servers are plain hosts for now). Node counts: NIKA's minus the VPN server,
-s 8, m 19, l 53.
+The web servers run nginx (NIKA: Apache). Not built: the WireGuard VPN (`vpn_server_1`;
+web_server_1_1/1_2 reachable only over it). Node counts: NIKA's minus the VPN server, s 8, m 19, l 53.
 """
 
 from __future__ import annotations
@@ -35,6 +34,6 @@ def build(size: str) -> Topology:
     for i in range(1, hosts + 1):
         topo.add_lan(routers[(i - 1) % internal], [topo.add_host(f"host_{i}").name])
     for e, router in enumerate(externals, start=1):
-        names = [topo.add_host(f"web_server_{e}_{i}").name for i in range(1, servers + 1)]
+        names = [topo.add_host(f"web_server_{e}_{i}", role="web").name for i in range(1, servers + 1)]
         topo.add_lan(router, names)
     return topo
