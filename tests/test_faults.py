@@ -50,6 +50,16 @@ CASES = [
 
 # labels for other scenarios, exercised on their own lab in tests/test_faults_ospf.py
 OSPF_LABELS = {"ospf_acl_block", "ospf_neighbor_missing", "ospf_area_misconfiguration"}
+# labels exercised on their own labs in tests/test_faults_more.py
+MORE_LABELS = {"bgp_blackhole_route_leak", "bgp_hijacking", "arp_cache_poisoning", "mac_address_conflict"}
+# DNS and DHCP labels, exercised on their own labs in tests/test_faults_dns_dhcp.py
+DNS_DHCP_LABELS = {"host_incorrect_dns", "dns_record_error", "dns_service_down", "dns_port_blocked",
+                   "dhcp_service_down", "dhcp_missing_subnet", "dhcp_spoofed_gateway", "dhcp_spoofed_dns"}
+# CPU contention and DNS latency, exercised on their own lab in tests/test_faults_contention.py
+CONTENTION_LABELS = {"load_balancer_overload", "sender_resource_contention", "receiver_resource_contention",
+                     "dns_lookup_latency"}
+# web labels, exercised on their own labs in tests/test_faults_web.py
+WEB_LABELS = {"http_acl_block", "sender_application_delay", "web_dos_attack", "incast_traffic_network_limitation"}
 
 
 def _offline_state() -> LabState:
@@ -69,7 +79,7 @@ def test_catalogue_covers_nikas_v1_labels_and_the_registry():
     assert all(r.category in CATEGORIES and r.feasible in "RPX" for r in rows)
     assert all(r.status in ("implemented", "planned", "unsupported") for r in rows)
     implemented = {r.label: r for r in rows if r.status == "implemented"}
-    assert set(implemented) == set(faults.fault_labels()) == {label for label, _ in CASES} | OSPF_LABELS
+    assert set(implemented) == set(faults.fault_labels()) == {label for label, _ in CASES} | OSPF_LABELS | MORE_LABELS | DNS_DHCP_LABELS | CONTENTION_LABELS | WEB_LABELS
     for label, info in implemented.items():
         assert faults.fault_class(label).category == info.category
         # only labels the notes mark reproducible are claimed; a partial one says so in its mechanism
@@ -79,7 +89,8 @@ def test_catalogue_covers_nikas_v1_labels_and_the_registry():
 
 def test_target_choice_is_seeded_and_checked():
     state = _offline_state()
-    for label in sorted(set(faults.fault_labels()) - OSPF_LABELS):
+    topo = build_topology("simple_bgp", "s")
+    for label in sorted(label for label in faults.fault_labels() if faults.applicable(label, topo)):
         picks = {faults.choose_target(state, label, seed) for seed in range(12)}
         assert picks == {faults.choose_target(state, label, seed) for seed in range(12)}
         roles = faults.fault_class(label).roles

@@ -128,16 +128,22 @@ def recover_command(
 @app.command("faults")
 def faults_command(
     all_: bool = typer.Option(False, "--all", help="List every NIKA v1 label with its status here."),
+    size: str = typer.Option("s", "--size", help="Lab size the `scenarios` column is computed for: s, m or l."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
-    """The fault labels `lab inject` supports (with --all: every NIKA v1 label and its status)."""
+    """The fault labels `lab inject` supports (with --all: every NIKA v1 label and its status).
+
+    `scenarios` lists the registered scenarios where the label can be injected at --size.
+    """
     from dataclasses import asdict
 
+    from faultline.netlab.faults.applicability import scenario_table
     from faultline.netlab.faults.catalogue import catalogue
 
+    where = scenario_table(size)
     rows = [info for info in catalogue() if all_ or info.status == "implemented"]
     if as_json:
-        print_json([asdict(info) for info in rows])
+        print_json([{**asdict(info), "scenarios": where.get(info.label, [])} for info in rows])
         return
-    print_table(["label", "category", "feasible", "status", "mechanism"],
-                [(i.label, i.category, i.feasible, i.status, i.how) for i in rows])
+    print_table(["label", "category", "feasible", "status", "scenarios", "mechanism"],
+                [(i.label, i.category, i.feasible, i.status, " ".join(where.get(i.label, [])), i.how) for i in rows])

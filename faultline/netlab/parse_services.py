@@ -215,3 +215,29 @@ def parse_curl(src: str, url: str, stdout: str, stderr: str = "", exit_code: int
                         time_namelookup_s=_num(parts[2]), time_connect_s=_num(parts[3]),
                         time_starttransfer_s=_num(parts[4]), time_total_s=_num(parts[5]),
                         remote_ip=parts[6] or None, curl_exit=rc, error=parts[8].strip() or None)
+
+
+_UDHCPC_SELECT = re.compile(r"select for (\d+\.\d+\.\d+\.\d+), server (\d+\.\d+\.\d+\.\d+)")
+_UDHCPC_LEASE = re.compile(r"lease of (\d+\.\d+\.\d+\.\d+) obtained from (\d+\.\d+\.\d+\.\d+)(?:, lease time (\d+))?")
+
+
+def parse_udhcpc(src: str, ifname: str, stdout: str, stderr: str = "", exit_code: int | None = 0,
+                 timed_out: bool = False) -> r.DhcpCheck:
+    """busybox udhcpc's messages (on stderr): the selected offer, the acknowledged lease, or `no lease, failing`."""
+    text = stdout + stderr
+    select, lease = _UDHCPC_SELECT.search(text), _UDHCPC_LEASE.search(text)
+    offered = select.group(1) if select else None
+    if lease:
+        return r.DhcpCheck(src=src, ifname=ifname, status="ok", offered_ip=offered, acked_ip=lease.group(1),
+                           server=lease.group(2), lease_s=int(lease.group(3)) if lease.group(3) else None)
+    server = select.group(2) if select else None
+    if timed_out:
+        return r.DhcpCheck(src=src, ifname=ifname, status="error", offered_ip=offered, server=server,
+                           error="probe timed out")
+    if "no lease" in text:
+        nak = "received DHCP NAK" in text
+        return r.DhcpCheck(src=src, ifname=ifname, status="no_lease", offered_ip=offered, server=server,
+                           error="every request was refused (NAK)" if nak else "no DHCP server answered")
+    problems = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("udhcpc: started")]
+    return r.DhcpCheck(src=src, ifname=ifname, status="error", offered_ip=offered, server=server,
+                       error=_first_line("\n".join(problems)) or f"udhcpc exited {exit_code} without a lease")

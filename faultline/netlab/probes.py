@@ -7,7 +7,7 @@ raises `ProbeError` before a process is started.
 
 Probes: ping, traceroute, ip_addr, ip_route, ip_link, ip_neigh, nft_ruleset, iptables_rules,
 tc_qdisc, vtysh_show, sockets, processes, nstat, bridge_fdb, dig, http_get, read_file,
-reachability (see `reachability.py`).
+tail_file, dhcp_check, cgroup_cpu, reachability (see `reachability.py`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from faultline.netlab import parse_services as ps
 from faultline.netlab import parsers as pp
 from faultline.netlab import validate as v
 from faultline.netlab.devices import DeviceDirectory
-from faultline.netlab.records import FileContent, Record
-from faultline.netlab.runner import CommandResult, Runner
+from faultline.netlab.records import FileContent, NotRecordedResult, Record
+from faultline.netlab.runner import CommandResult, NotRecorded, Runner
 from faultline.netlab.validate import ProbeError
 
 __all__ = ["ProbeContext", "ProbeError", "ProbeOutput", "probe_names", "register", "run_probe"]
@@ -92,6 +92,16 @@ def run_probe(ctx: ProbeContext, name: str, /, **args: Any) -> ProbeOutput:
         return func(ctx, **args)
     except TypeError as exc:  # a required argument is missing
         raise ProbeError(f"probe {name!r}: {exc}", fix=f"arguments: {', '.join(params)}") from None
+    except NotRecorded as exc:
+        # a recorded snapshot lacks a command this call needs: say so, never invent an answer
+        device = args.get("dev", args.get("src"))
+        record = NotRecordedResult(probe=name, args=_jsonable(args), missing=exc.argv)
+        return ProbeOutput(probe=name, device=device if isinstance(device, str) else None, args=_jsonable(args),
+                           record=record, raw=f"not recorded: {' '.join(exc.argv)}", result=None)
+
+
+def _jsonable(args: dict[str, Any]) -> dict[str, Any]:
+    return {k: (list(v_) if isinstance(v_, tuple) else v_) for k, v_ in args.items()}
 
 
 def _timeout(value: float | None) -> float | None:
@@ -230,3 +240,66 @@ def read_file(ctx: ProbeContext, dev: str, path: str, timeout_s: float | None = 
     record = FileContent(device=d.name, path=real, text=res.stdout, truncated=res.truncated,
                          error=None if res.ok else (pp._first_line(res.stderr) or "read failed"))
     return _output("read_file", d.name, {"dev": d.name, "path": real}, record, res)
+
+
+@register("tail_file")
+def tail_file(ctx: ProbeContext, dev: str, path: str, lines: int = 200, timeout_s: float | None = None) -> ProbeOutput:
+    """The last LINES lines of a file under one of the device's roots (`tail -n`), for growing logs that
+    `read_file` (which keeps the first 256 KiB) cannot show the end of; record `FileContent`."""
+    d = v.device(ctx.directory, dev)
+    real = v.file_path(path, ctx.file_roots.get(d.name, ()))
+    n = v.number("lines", lines, 1, 5000)
+    res = ctx.runner.run(d.name, ["tail", "-n", str(n), "--", real], namespace=d.namespace,
+                         timeout_s=_timeout(timeout_s))
+    record = FileContent(device=d.name, path=real, text=res.stdout, truncated=res.truncated,
+                         error=None if res.ok else (pp._first_line(res.stderr) or "read failed"))
+    return _output("tail_file", d.name, {"dev": d.name, "path": real, "lines": n}, record, res)
+
+
+@register("dhcp_check")
+def dhcp_check(ctx: ProbeContext, src: str, ifname: str = "eth0", timeout_s: float | None = None) -> ProbeOutput:
+    """`busybox udhcpc -n -q -f -i IF -t 3 -T 1 -s /bin/true` from `src`; record `DhcpCheck`.
+
+    Asks for a lease (three discovers one second apart) and quits: the hook is /bin/true, so the
+    interface, routes and resolv.conf are untouched, and without `-R` nothing is released. The only
+    trace is on the server, which refreshes the lease it already holds for the device's MAC.
+    """
+    d, i = v.device(ctx.directory, src), v.interface(ifname)
+    argv = ["busybox", "udhcpc", "-n", "-q", "-f", "-i", i, "-t", "3", "-T", "1", "-s", "/bin/true"]
+    res = ctx.runner.run(d.name, argv, namespace=d.namespace, timeout_s=_timeout(timeout_s))
+    record = ps.parse_udhcpc(d.name, i, res.stdout, res.stderr, res.exit_code, res.timed_out)
+    return _output("dhcp_check", d.name, {"src": d.name, "ifname": i}, record, res)
+
+
+@register("cgroup_cpu")
+def cgroup_cpu(ctx: ProbeContext, dev: str, timeout_s: float | None = None) -> ProbeOutput:
+    """The cgroup v1 `cpu` groups holding the device's processes, with each group's CPU cap
+    (`cpu.cfs_quota_us` / `cpu.cfs_period_us`) and throttling counters (`cpu.stat`); record `CgroupCpu`.
+
+    All read from the root namespace: `ip netns pids`, then `grep -H` over `/proc/<pid>/cgroup`, then
+    over the groups' files (group paths are checked before they reach the command line).
+    """
+    from faultline.netlab import parse_cgroup as pc
+
+    d, t = v.device(ctx.directory, dev), _timeout(timeout_s)
+    args = {"dev": d.name}
+    pids_res = ctx.runner.run(d.name, ["ip", "netns", "pids", d.namespace], namespace=None, timeout_s=t)
+    pids = sorted({int(tok) for tok in pids_res.stdout.split() if tok.isdigit()})
+    if not pids:
+        error = None if pids_res.ok else (pp._first_line(pids_res.stderr) or "ip netns pids failed")
+        return _output("cgroup_cpu", d.name, args, pc.parse_cgroup_cpu(d.name, {}, "", error), pids_res)
+    # a process may exit between the two commands: grep then complains about its file, the rest is read
+    res = ctx.runner.run(d.name, ["grep", "-H", "-E", pc.CPU_LINE_PATTERN, *(f"/proc/{p}/cgroup" for p in pids)],
+                         namespace=None, timeout_s=t)
+    members = pc.cpu_groups(res.stdout)
+    unsafe = sorted({path for path in members.values() if not pc.safe_group(path)})
+    members = {pid: path for pid, path in members.items() if pc.safe_group(path)}
+    error = f"skipped group path(s) with unexpected characters: {', '.join(unsafe)[:200]}" if unsafe else None
+    if not members:
+        return _output("cgroup_cpu", d.name, args, pc.parse_cgroup_cpu(d.name, {}, "", error or "no cpu cgroup found"),
+                       res)
+    files = pc.group_files(sorted(set(members.values())))
+    res = ctx.runner.run(d.name, ["grep", "-H", "", *files], namespace=None, timeout_s=t)
+    if not res.ok and not res.stdout:
+        error = error or pp._first_line(res.stderr) or "reading the cgroup files failed"
+    return _output("cgroup_cpu", d.name, args, pc.parse_cgroup_cpu(d.name, members, res.stdout, error), res)

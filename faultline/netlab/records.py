@@ -18,6 +18,15 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class NotRecordedResult(Record):
+    """The answer of a recorded snapshot to a probe call it cannot answer: nothing was invented."""
+
+    probe: str
+    args: dict[str, Any]
+    missing: list[str]  # the command the call needed
+    status: Literal["not_recorded"] = "not_recorded"
+
+
 PingStatus = Literal["ok", "loss", "unreachable", "timeout", "error"]
 
 
@@ -295,3 +304,42 @@ class FileContent(Record):
     truncated: bool = False
     error: str | None = None
 
+
+
+class DhcpCheck(Record):
+    """`busybox udhcpc -n -q` with a do-nothing script: does a DHCP server hand the device a lease?
+
+    status ok = a lease was acknowledged; no_lease = no server answered (or every answer was a NAK);
+    error = the client could not run (no such interface, killed on timeout).
+    """
+
+    src: str
+    ifname: str
+    status: Literal["ok", "no_lease", "error"]
+    offered_ip: str | None = None  # the address the client selected from an offer
+    acked_ip: str | None = None  # the address of the acknowledged lease
+    server: str | None = None  # the server identifier that answered
+    lease_s: int | None = None
+    error: str | None = None
+
+
+class CgroupCpuGroup(Record):
+    """One cgroup v1 `cpu` group holding some of a device's processes; `path` "/" is the root group."""
+
+    path: str
+    pids: list[int]
+    cfs_quota_us: int | None = None  # -1 = no cap
+    cfs_period_us: int | None = None
+    cpu_limit_pct: float | None = None  # quota / period in percent of one CPU; None = no cap
+    nr_periods: int | None = None  # cpu.stat: enforcement periods that had runnable tasks
+    nr_throttled: int | None = None  # periods in which the group used up its quota and was stopped
+    throttled_time_ns: int | None = None  # total time the group's tasks spent throttled
+
+
+class CgroupCpu(Record):
+    """`cgroup_cpu`: the CPU caps and throttling of the groups holding a device's processes."""
+
+    device: str
+    hierarchy: str  # where the v1 cpu controller is mounted
+    groups: list[CgroupCpuGroup]
+    error: str | None = None

@@ -31,6 +31,14 @@ class RunnerError(FaultlineError):
     """The command could not be started at all (bad argument vector, missing program)."""
 
 
+class NotRecorded(Exception):
+    """A replaying runner was asked for a command its snapshot does not hold."""
+
+    def __init__(self, argv: list[str]) -> None:
+        super().__init__(" ".join(argv))
+        self.argv = argv
+
+
 class CommandResult(BaseModel):
     """What one command did: the exact argv, exit code, captured (capped) output and timing."""
 

@@ -13,7 +13,12 @@ from pathlib import Path
 
 from faultline.netlab import teardown
 from faultline.netlab.scenarios import build_topology
-from faultline.netlab.services import SERVICE_ROLES, service_argv, service_dir, start_service
+from faultline.netlab.services import (
+    SERVICE_ROLES,
+    service_argv,
+    service_dir,
+    start_service,
+)
 from faultline.netlab.state import LabProcess, LabState
 
 SERVICE_NAMES = ("dnsmasq", "nginx", "udhcpc")

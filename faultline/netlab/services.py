@@ -63,6 +63,8 @@ def render_dns(topo: Topology, run_dir: Path, node: str) -> str:
         "# authoritative for the zone only: no upstream, no recursion, no /etc/hosts",
         "no-resolv", "no-hosts", "no-poll", f"addn-hosts={sdir / 'hosts'}", f"local=/{zone}/",
         f"listen-address={main_ip(topo.nodes[node])}", "bind-interfaces", "port=53", "user=root",
+        # one pid file per instance: several dnsmasq run at once and must not share /run/dnsmasq's
+        f"pid-file={sdir / 'dnsmasq.pid'}",
         "log-queries", f"log-facility={sdir / 'dnsmasq.log'}", "",
     ])
 
@@ -93,6 +95,7 @@ def render_dhcp(topo: Topology, run_dir: Path, node: str) -> str:
     sdir = service_dir(run_dir, node)
     lines = ["# DHCP only (port=0 turns DNS off); relayed requests carry the LAN's gateway as giaddr",
              "port=0", "no-resolv", "no-hosts", "user=root", "dhcp-authoritative", "no-ping", "log-dhcp",
+             f"pid-file={sdir / 'dnsmasq.pid'}",
              f"dhcp-leasefile={sdir / 'leases'}", f"log-facility={sdir / 'dnsmasq.log'}"]
     for tag, subnet, hosts in dhcp_lans(topo):
         dns_ips = sorted({main_ip(topo.nodes[r]) for h in hosts for r in h.resolvers})
@@ -107,7 +110,8 @@ def render_relay(topo: Topology, run_dir: Path, router: str) -> str:
     """dnsmasq.conf of a DHCP relay on a router: every LAN gateway of the router relays to the server."""
     sdir = service_dir(run_dir, router)
     server = main_ip(topo.nodes[topo.dhcp_relays[router]])
-    lines = ["port=0", "no-resolv", "no-hosts", "user=root", "log-dhcp", f"log-facility={sdir / 'dnsmasq.log'}"]
+    lines = ["port=0", "no-resolv", "no-hosts", "user=root", "log-dhcp", f"log-facility={sdir / 'dnsmasq.log'}",
+             f"pid-file={sdir / 'dnsmasq.pid'}"]
     for lan in topo.routed_lans():
         if lan.router == router:
             lines += [f"interface={lan.gateway.name}",

@@ -112,6 +112,8 @@ class Fault:
     category: ClassVar[str]
     fault_type: ClassVar[str]  # NIKA v2 id
     roles: ClassVar[tuple[str, ...]] = ("host",)  # device roles a target is drawn from
+    protocols: ClassVar[tuple[str, ...]] = ()  # routing protocols the lab must run (empty: any)
+    host_lan: ClassVar[bool] = False  # the target must be the gateway of a LAN with hosts
     symptom_timeout: ClassVar[float] = 10.0  # how long verify waits for the symptom to appear
 
     def __init__(self, record: FaultRecord | None = None) -> None:
@@ -154,17 +156,43 @@ class Fault:
 
     # --- hooks ------------------------------------------------------------------------------
 
+    @classmethod
+    def targets(cls, topo: Topology) -> list[str]:
+        """Devices of `topo` this fault can be put on, sorted; empty when it does not apply to `topo`.
+
+        Default: every device with one of `roles` (and a host LAN behind it, with `host_lan`), in a
+        lab running one of `protocols`. A fault with further needs (a second host on the same bridge)
+        narrows this list.
+        """
+        if cls.protocols and topo.protocol not in cls.protocols:
+            return []
+        gateways = {lan.router for lan in topo.lans if lan.hosts}
+        return sorted(n.name for n in topo.nodes.values()
+                      if n.role in cls.roles and (not cls.host_lan or n.name in gateways))
+
+    @classmethod
+    def needs(cls) -> str:
+        """What a target must be, in words (for error messages)."""
+        lan = " with an attached host LAN" if cls.host_lan else ""
+        return f"a device with role {'/'.join(cls.roles)}{lan}"
+
     def pick_target(self, state: LabState, topo: Topology, target: str | None, rng: random.Random) -> str:
-        """The target device: the one given (checked) or a seeded draw from devices with `roles`."""
-        names = [d.name for d in state.devices() if d.role in self.roles]
+        """The target device: the one given (checked) or a seeded draw from `targets(topo)`."""
+        from faultline.netlab.faults.applicability import where_applicable
+
+        names = self.targets(topo)
+        if self.protocols and topo.protocol not in self.protocols:
+            wanted = " or ".join(p.upper() for p in self.protocols)
+            raise FaultError(f"{self.label} needs a{'n' if wanted[0] in 'AEIOU' else ''} {wanted} lab; "
+                             f"{state.scenario} runs {topo.protocol}", fix=f"use {where_applicable(self.label)}")
+        if not names:
+            raise FaultError(f"{self.label} needs {self.needs()}; {state.scenario} ({state.size}) has none",
+                             fix=f"use {where_applicable(self.label)}")
         if target is not None:
             if target not in names:
-                raise FaultError(f"{self.label} cannot target {target!r}",
-                                 fix=f"choose one of: {', '.join(names) or '(none in this lab)'}")
+                raise FaultError(f"{self.label} cannot target {target!r}", fix=f"choose one of: {', '.join(names)}")
             return target
-        if not names:
-            raise FaultError(f"{self.label} needs a device with role {'/'.join(self.roles)}; this lab has none")
-        return rng.choice(sorted(names))
+        return rng.choice(names)
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         """Create the artifact; fill `rec.mechanism`, `rec.params` and (if needed) the ground truth."""

@@ -53,8 +53,28 @@ class LinkDown(Fault):
         static = [r for r in routes if r.get("protocol", "boot") in ("boot", "static") and r.get("gateway")]
         sh(in_ns(ns, "ip", "link", "set", ifname, "down"), "link down")
         rec.params = {"ifname": ifname, "routes": [[r["dst"], r["gateway"]] for r in static]}
+        peer = next((remote for local, remote in topo.neighbours(rec.target) if local.name == ifname), None)
+        if peer is not None:  # a router-to-router link: its routing session is what breaks
+            rec.params["peer"] = {"node": peer.node, "ip": peer.address.split("/")[0],
+                                  "router_id": (topo.nodes[peer.node].loopback or "").split("/")[0]}
         rec.resource_id = f"interface/{rec.target}/{ifname}"
         rec.mechanism = f"ip link set {ifname} down in {rec.target}"
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        """On a redundant fabric link traffic reroutes at once, so the symptom is the lost adjacency."""
+        peer = rec.params.get("peer")
+        if peer is None:
+            return super().symptom_problem(ctx, rec)
+        bgp = run_probe(ctx, "vtysh_show", dev=rec.target, command="show bgp ipv4 unicast summary json").record
+        states = {p.peer: p.state for p in bgp.bgp_peers}
+        if peer["ip"] in states:
+            return None if states[peer["ip"]] != "Established" else f"BGP session to {peer['node']} still Established"
+        ospf = run_probe(ctx, "vtysh_show", dev=rec.target, command="show ip ospf neighbor json").record
+        if ospf.data is not None and not ospf.daemon_down:
+            full = [n for n in ospf.ospf_neighbors if n.neighbor_id == peer["router_id"] and n.state.startswith("Full")
+                    and (n.interface or "").split(":")[0] == rec.params["ifname"]]
+            return None if not full else f"OSPF adjacency with {peer['node']} over {rec.params['ifname']} still Full"
+        return super().symptom_problem(ctx, rec)
 
     def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         found = interface_state(ctx, rec.target, rec.params["ifname"])

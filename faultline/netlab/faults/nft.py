@@ -94,6 +94,7 @@ class BgpAclBlock(NftFilter):
     category = "misconfiguration"
     fault_type = "bgp_acl_block"
     roles = ("router",)
+    protocols = ("bgp",)
     matches = ("tcp dport 179", "tcp sport 179")
 
     def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:

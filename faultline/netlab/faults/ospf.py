@@ -30,23 +30,14 @@ def adjacency_lost_problem(ctx: ProbeContext, topo: Topology, router: str) -> st
     return f"all {checked} neighbours of {router} still have a Full OSPF adjacency with it"
 
 
-class OspfOnly:
-    """Mixin: the target must be a router of an OSPF lab (refused, not silently ineffective, elsewhere)."""
-
-    def pick_target(self, state, topo: Topology, target, rng):
-        if topo.protocol != "ospf":
-            raise FaultError(f"{self.label} needs an OSPF lab; {state.scenario} runs {topo.protocol}",
-                             fix="use an OSPF scenario such as ospf_enterprise_static")
-        return super().pick_target(state, topo, target, rng)
-
-
-class OspfAclBlock(OspfOnly, NftFilter):
+class OspfAclBlock(NftFilter):
     """`ospf_acl_block`: IP protocol 89 dropped both ways on a router."""
 
     label = "ospf_acl_block"
     category = "misconfiguration"
     fault_type = "ospf_acl_block"
     roles = ("router",)
+    protocols = ("ospf",)
     family = "inet"
     matches = ("ip protocol ospf",)
 
@@ -54,11 +45,13 @@ class OspfAclBlock(OspfOnly, NftFilter):
         return adjacency_lost_problem(ctx, _topo(ctx, rec), rec.target)
 
 
-class OspfNeighborMissing(OspfOnly, BgpConfigChange):
+class OspfNeighborMissing(BgpConfigChange):
     """`ospf_neighbor_missing`: `no network ... area ...` for every network of `router ospf`."""
 
     label = "ospf_neighbor_missing"
     fault_type = "ospf_neighbor_missing"
+    protocols = ("ospf",)
+    host_lan = False
 
     def block(self, running_config: str) -> list[str]:
         return config_block(running_config, "router ospf")

@@ -12,14 +12,24 @@ from pathlib import Path
 from typing import Any
 
 from faultline.netlab.faults.base import Fault, FaultError, FaultRecord, lab_topology
+from faultline.netlab.faults.bgp_origin import BgpBlackholeRouteLeak, BgpHijacking
+from faultline.netlab.faults.contention import (LoadBalancerOverload, ReceiverResourceContention,
+                                                SenderResourceContention)
+from faultline.netlab.faults.delay import DnsLookupLatency
+from faultline.netlab.faults.dhcp_config import DhcpMissingSubnet, DhcpSpoofedDns, DhcpSpoofedGateway
+from faultline.netlab.faults.dns_dhcp import (DhcpServiceDown, DnsPortBlocked, DnsRecordError, DnsServiceDown,
+                                              HostIncorrectDns)
 from faultline.netlab.faults.host import (HostCrash, HostIncorrectGateway, HostIncorrectIp, HostIncorrectNetmask,
                                           HostIpConflict, HostMissingIp)
+from faultline.netlab.faults.incast import IncastTraffic
+from faultline.netlab.faults.l2 import ArpCachePoisoning, MacAddressConflict
 from faultline.netlab.faults.link import LinkDetach, LinkDown, LinkFlap
 from faultline.netlab.faults.nft import (ArpAclBlock, BgpAclBlock, IcmpAclBlock, LinkFragmentationDisabled,
                                          NftRandomLoss)
 from faultline.netlab.faults.ospf import OspfAclBlock, OspfAreaMisconfiguration, OspfNeighborMissing
 from faultline.netlab.faults.routing import BgpAsnMisconfig, BgpConfigChange, FrrServiceDown, HostStaticBlackhole
 from faultline.netlab.faults.shaping import TbfThrottle
+from faultline.netlab.faults.web import HttpAclBlock, SenderApplicationDelay, WebDosAttack
 from faultline.netlab.probes import ProbeContext
 from faultline.netlab.readiness import wait_ready
 from faultline.netlab.state import LabState
@@ -29,6 +39,11 @@ FAULTS: dict[str, type[Fault]] = {cls.label: cls for cls in (
     HostMissingIp, HostIncorrectIp, HostIncorrectGateway, HostIncorrectNetmask, HostIpConflict, LinkFlap, LinkDetach,
     OspfAclBlock, OspfNeighborMissing, OspfAreaMisconfiguration,
     HostStaticBlackhole, ArpAclBlock, LinkFragmentationDisabled, HostCrash,
+    BgpBlackholeRouteLeak, BgpHijacking, ArpCachePoisoning, MacAddressConflict,
+    HttpAclBlock, WebDosAttack, SenderApplicationDelay, IncastTraffic,
+    HostIncorrectDns, DnsRecordError, DnsServiceDown, DnsPortBlocked,
+    DhcpServiceDown, DhcpMissingSubnet, DhcpSpoofedGateway, DhcpSpoofedDns,
+    LoadBalancerOverload, SenderResourceContention, ReceiverResourceContention, DnsLookupLatency,
 )}
 
 

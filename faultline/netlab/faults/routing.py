@@ -149,6 +149,8 @@ class BgpConfigChange(Fault):
     category = "misconfiguration"
     fault_type = "bgp_missing_route_advertisement"
     roles = ("router",)
+    protocols = ("bgp",)
+    host_lan = True  # a spine announces only its loopback: removing that shows no symptom (NIKA notes)
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         block = self.block(vtysh(state, rec.target, "show running-config"))
@@ -198,6 +200,7 @@ class BgpAsnMisconfig(BgpConfigChange):
 
     label = "bgp_asn_misconfig"
     fault_type = "bgp_asn_misconfig"
+    host_lan = False
 
     def change(self, block: list[str]) -> tuple[list[str], list[str]]:
         asn = int(block[0].split()[2])
@@ -226,17 +229,7 @@ class HostStaticBlackhole(Fault):
     category = "misconfiguration"
     fault_type = "host_static_blackhole"
     roles = ("router",)
-
-    def pick_target(self, state: LabState, topo: Topology, target: str | None, rng: random.Random) -> str:
-        with_hosts = {lan.router for lan in topo.lans if lan.hosts}
-        if target is not None and target not in with_hosts:
-            raise FaultError(f"{self.label} cannot target {target!r}: no host LAN attached",
-                             fix=f"choose one of: {', '.join(sorted(with_hosts)) or '(none in this lab)'}")
-        if target is not None:
-            return target
-        if not with_hosts:
-            raise FaultError(f"{self.label} needs a router with an attached host LAN; this lab has none")
-        return rng.choice(sorted(with_hosts))
+    host_lan = True
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         lan = rng.choice([lan for lan in topo.lans if lan.router == rec.target and lan.hosts])
