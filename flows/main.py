@@ -20,7 +20,7 @@ from faultline.config import Settings
 from faultline.ingest.api import ingest_paths
 from faultline.runs import finish_run, start_run
 from tasks.index import sync_index_task
-from tasks.ingest import ingest_file_task
+from tasks.ingest import ingest_file_task, ingest_incidents_task
 
 
 @task(name="gather-evidence", cache_policy=NO_CACHE, task_run_name="evidence: {ticket.ticket_id}")
@@ -43,13 +43,18 @@ def log_excerpt_task(conn: Any, settings: Settings, evidence: TicketEvidence, li
 
 @flow(name="faultline-main", flow_run_name="main: {corpus}")
 def main_flow(corpus: str, settings: Settings | None = None, k: int = 3) -> dict[str, Any]:
-    """Ingest `corpus/{tickets,logs,docs}`, sync indexes, and gather evidence per open ticket."""
+    """Ingest `corpus/{history,backlog}` (generated incidents) and `corpus/{tickets,logs,docs}`, sync
+    indexes, and gather evidence and a log excerpt per open ticket."""
     settings = settings or Settings()
     conn = db.open_warehouse(settings)
     flow_run_id = str(runtime.flow_run.id)
     run_id = start_run(conn, "main", settings=settings, prefect_flow_run_id=flow_run_id)
     root = Path(corpus)
     ingests, log_files = {}, []
+    # a generated corpus: history (resolved) before backlog (open), each incident with its own logs
+    for part in ("history", "backlog"):
+        if (root / part).is_dir():
+            ingests[f"incidents_{part}"] = ingest_incidents_task(conn, settings, root / part)
     for kind in ("tickets", "logs", "docs"):
         folder = root / kind
         if folder.is_dir():
@@ -61,16 +66,26 @@ def main_flow(corpus: str, settings: Settings | None = None, k: int = 3) -> dict
     indexes = {kind: sync_index_task(conn, settings, kind) for kind in ("tickets", "docs")}
     backlog = open_tickets(conn)
     evidence = [gather_evidence_task(settings, ticket, k) for ticket in backlog]
-    excerpts = []
-    if log_files:
-        from faultline.logs.pipeline import lines_for_files, mine_incident_templates
+    excerpts: list[Any] = []
+    incident_of = dict(conn.execute("SELECT ticket_id, incident_id FROM incidents").fetchall())
+    if log_files or incident_of:
+        from faultline.logs.pipeline import lines_for_files, lines_for_incident, mine_incident_templates
         from faultline.logs.templates import default_miner_config
 
-        lines = lines_for_files(conn, log_files)
         miner_config = default_miner_config()
-        mined = mine_incident_templates(lines, miner_config)
-        excerpts = [log_excerpt_task(conn, settings, item, lines, mined, miner_config) for item in evidence]
-    failed = sum(t.get("failed_files", 0) for t in ingests.values())
+        shared = None
+        for item in evidence:
+            incident = incident_of.get(item.ticket.ticket_id)
+            if incident is not None:  # the incident's own device logs, mined on their own
+                lines = lines_for_incident(conn, incident)
+                mined = mine_incident_templates(lines, miner_config)
+            else:  # plain ticket exports: every log file ingested in this run
+                if shared is None:
+                    lines = lines_for_files(conn, log_files)
+                    shared = (lines, mine_incident_templates(lines, miner_config))
+                lines, mined = shared
+            excerpts.append(log_excerpt_task(conn, settings, item, lines, mined, miner_config))
+    failed = sum(t.get("failed_files", 0) + len(t.get("failed", {})) for t in ingests.values())
     stats = {"ingest": ingests, "index": indexes, "open_tickets": len(backlog)}
     finish_run(conn, run_id, status="completed_with_failures" if failed else "completed", stats=stats)
     items = [{**asdict(item), "log_excerpt": excerpts[i] if excerpts else None} for i, item in enumerate(evidence)]

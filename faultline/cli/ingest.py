@@ -1,4 +1,4 @@
-"""`faultline ingest tickets|logs|docs PATH...`."""
+"""`faultline ingest tickets|logs|docs|incidents PATH...`."""
 
 from __future__ import annotations
 
@@ -88,3 +88,28 @@ def docs_command(
 ) -> None:
     """Documentation (rst, markdown, text, html, jsonl catalogues), chunked by section."""
     _run(ctx, "docs", paths, force, as_json, use_flow)
+
+
+@app.command("incidents")
+def incidents_command(
+    ctx: typer.Context,
+    paths: list[Path] = typer.Argument(..., help="Corpus folders written by `faultline corpus generate`."),
+    force: bool = _FORCE, as_json: bool = _JSON,
+) -> None:
+    """Generated incidents: tickets, device logs, snapshots and ground truth (invalid ones quarantined)."""
+    from faultline import db
+    from faultline.ingest.incidents import ingest_incidents
+
+    settings = ctx.obj
+    conn = db.open_warehouse(settings)
+    report = ingest_incidents(conn, settings, paths, force=force, progress=settings.progress and not as_json)
+    data = report.as_dict()
+    if as_json:
+        print_json(data)
+    else:
+        typer.echo(f"run {data['run_id']}: {data['loaded']} incident(s) loaded, {len(data['invalid'])} invalid "
+                   f"(quarantined), {len(data['failed'])} failed; files: {data['files']}")
+        for incident, error in data["failed"].items():
+            typer.echo(f"  {incident}: {error}")
+    if data["failed"]:
+        raise typer.Exit(1)

@@ -37,7 +37,7 @@ _registered: list[bool] = []
 def _register() -> None:
     if _registered:
         return
-    from faultline.cli import db, ingest, lab, logs, run, search
+    from faultline.cli import corpus, db, ingest, lab, logs, run, search
 
     _registered.append(True)
 
@@ -46,6 +46,7 @@ def _register() -> None:
     app.add_typer(search.app, name="search")
     app.add_typer(logs.app, name="logs")
     app.add_typer(lab.app, name="lab")
+    app.add_typer(corpus.app, name="corpus")
     app.command("index")(search.index_command)
     app.command("run")(run.run_command)
 

@@ -12,7 +12,7 @@ from faultline.cli.output import print_json
 
 def run_command(
     ctx: typer.Context,
-    corpus: Optional[Path] = typer.Option(None, "--corpus", help="Folder with tickets/, logs/, docs/ "
+    corpus: Optional[Path] = typer.Option(None, "--corpus", help="Folder with history/ and backlog/ (generated incidents) and/or tickets/, logs/, docs/ "
                                           "(default: the sample the project ships)."),
     k: int = typer.Option(3, "--k", help="Similar tickets and doc sections per open ticket."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
@@ -28,6 +28,10 @@ def run_command(
         return
     typer.echo(f"run {result['run_id']} (Prefect flow run {result['prefect_flow_run_id']})")
     for kind, totals in result["ingest"].items():
+        if "loaded" in totals:  # a generated corpus folder
+            typer.echo(f"  ingest {kind}: {totals['loaded']} incident(s) loaded, {len(totals['invalid'])} invalid, "
+                       f"{len(totals['failed'])} failed; files {totals['files']}")
+            continue
         typer.echo(f"  ingest {kind}: {totals['files']} file(s), {totals['accepted']} accepted, "
                    f"{totals['quarantined']} quarantined, {totals['failed_files']} failed, "
                    f"{totals['unchanged_files']} unchanged")

@@ -88,7 +88,7 @@ def _prepare(kind: str, ident: FileIdentity, source_file: str, settings: Setting
         from faultline.ingest.log_ingest import prepare_logs
 
         return prepare_logs(ident, source_file, settings, log_format=options.get("log_format"),
-                            incident_id=options.get("incident_id"))
+                            incident_id=options.get("incident_id"), host=options.get("host"))
     raw = read_file(ident.path)
     if kind == "tickets":
         from faultline.ingest.ticket_ingest import prepare_tickets

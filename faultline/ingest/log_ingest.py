@@ -62,8 +62,11 @@ def _binary(raw: FileIdentity, head_bytes: bytes, why: str) -> Prepared:
 
 
 def prepare_logs(raw: FileIdentity, source_file: str, settings: Settings, *, log_format: str | None,
-                 incident_id: str | None, batch_bytes: int | None = None) -> Prepared:
-    """Stream, decode and parse a log file in batches; a binary file is one rejected record."""
+                 incident_id: str | None, batch_bytes: int | None = None, host: str | None = None) -> Prepared:
+    """Stream, decode and parse a log file in batches; a binary file is one rejected record.
+
+    `host` fills the host of lines whose format carries none (a device's own log file).
+    """
     first_block = next(line_blocks(raw, 8192))[0]
     why = binary_reason(first_block)
     if why:
@@ -73,12 +76,12 @@ def prepare_logs(raw: FileIdentity, source_file: str, settings: Settings, *, log
         raw_column="raw", writer=_write, drop_columns=["raw_bytes"],
     )
     prepared.batches = _batches(raw, source_file, settings, resolve_log_format(log_format), incident_id,
-                                batch_bytes or BATCH_BYTES, prepared)
+                                batch_bytes or BATCH_BYTES, prepared, host)
     return prepared
 
 
 def _batches(raw: FileIdentity, source_file: str, settings: Settings, fmt, incident_id: str | None,
-             batch_bytes: int, prepared: Prepared) -> Iterator[pa.Table]:
+             batch_bytes: int, prepared: Prepared, host: str | None = None) -> Iterator[pa.Table]:
     from faultline.ingest.logformats import detect_format, parse_lines
 
     year = default_year(raw.path, settings)
@@ -97,6 +100,8 @@ def _batches(raw: FileIdentity, source_file: str, settings: Settings, fmt, incid
             pl.lit(incident_id, dtype=pl.Utf8).alias("incident_id"),
             pl.lit(ingested_at).alias("ingested_at"),
         ).select(*LOG_COLUMNS, "raw_bytes")
+        if host is not None:
+            frame = frame.with_columns(pl.col("host").fill_null(pl.lit(host)))
         prepared.records_in += frame.height
         for name, count in frame.group_by("format").len().iter_rows():
             formats[name] = formats.get(name, 0) + count

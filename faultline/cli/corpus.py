@@ -1,0 +1,80 @@
+"""`faultline corpus generate|suites|replay`: incidents from the lab, and recorded snapshots replayed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from faultline.cli.output import print_json, print_table
+
+app = typer.Typer(help="Incident corpus: generate incidents from the network lab (root) and replay snapshots.",
+                  no_args_is_help=True)
+
+
+@app.command("generate")
+def generate_command(
+    ctx: typer.Context,
+    suite: str = typer.Option(..., "--suite", help="A suite YAML file or a built-in suite name."),
+    out: Path = typer.Option(..., "--out", help="Output folder (one subfolder per incident)."),
+    only: Optional[list[str]] = typer.Option(None, "--only", help="Generate only these incident ids."),
+    as_json: bool = typer.Option(False, "--json", help="Print the per-incident results as JSON."),
+) -> None:
+    """Generate every incident of a suite: lab up, baseline, inject, verify, record, recover, down."""
+    from faultline.corpus.generate import generate_suite
+    from faultline.corpus.spec import load_suite
+    from faultline.netlab.lab import require_root
+
+    spec = load_suite(suite)
+    require_root()
+    settings = ctx.obj
+    results = generate_suite(spec, out, settings, progress=settings.progress and not as_json, only=only)
+    rows = [{"incident": r.incident_id, "status": r.status, "reason": r.reason or "",
+             "seconds": round(sum(r.timings.values()), 1)} for r in results]
+    if as_json:
+        print_json(rows)
+    else:
+        print_table(["incident", "status", "seconds", "reason"],
+                    [(r["incident"], r["status"], r["seconds"], r["reason"][:90]) for r in rows],
+                    title=f"suite {spec.suite} → {out}")
+        valid = sum(r.status == "valid" for r in results)
+        typer.echo(f"{valid} valid, {len(results) - valid} invalid")
+
+
+@app.command("suites")
+def suites_command() -> None:
+    """The built-in suites and their incident counts."""
+    from faultline.corpus.spec import load_suite, suite_names
+
+    rows = []
+    for name in suite_names():
+        suite = load_suite(name)
+        healthy = sum(s.healthy for s in suite.incidents)
+        rows.append((name, len(suite.incidents), healthy, "yes" if suite.historical else "no"))
+    print_table(["suite", "incidents", "healthy", "historical"], rows, title="built-in suites")
+
+
+@app.command("replay")
+def replay_command(
+    snapshot_file: Path = typer.Argument(..., help="A snapshot.json.gz or baseline.json.gz."),
+    probe: str = typer.Option(..., "--probe", help="Probe name, e.g. ip_route or reachability."),
+    arg: Optional[list[str]] = typer.Option(None, "--arg", help="Probe argument KEY=VALUE (repeatable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the typed record as JSON."),
+) -> None:
+    """Answer one probe call from a recorded snapshot (no root, no lab)."""
+    from faultline.netlab import snapshot
+    from faultline.netlab.probes import run_probe
+
+    snap = snapshot.load(snapshot_file)
+    args: dict[str, object] = {}
+    for item in arg or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"{item!r}: expected KEY=VALUE")
+        args[key] = int(value) if value.isdigit() else value
+    out = run_probe(snap.context(), probe, **args)
+    if as_json:
+        print_json(out.record.model_dump(mode="json"))
+    else:
+        typer.echo(out.raw)

@@ -1,0 +1,123 @@
+"""Incident specs and suites: what `faultline corpus generate` builds, as YAML.
+
+A suite file::
+
+    suite: tiny            # name (also the incident id prefix)
+    historical: false      # true: incidents become resolved tickets with resolution notes
+    incidents:
+      - {scenario: simple_bgp, size: s, seed: 1, healthy: true}
+      - {scenario: simple_bgp, size: s, seed: 2, faults: [{label: link_down, target: pc1}]}
+      - scenario: ospf_enterprise_dhcp
+        seed: 3
+        faults: [{label: dns_service_down}, {label: host_missing_ip}]   # a multi-fault incident
+
+Built-in suites live in `faultline/corpus/suites/NAME.yml` and can be named instead of a path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from faultline.errors import FaultlineError
+
+SUITES_DIR = Path(__file__).with_name("suites")
+
+
+class FaultSpec(BaseModel):
+    """One fault of an incident: a NIKA v1 label, optionally on a given device."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str
+    target: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class IncidentSpec(BaseModel):
+    """One incident to generate: a lab, a seed, and either healthy or a list of faults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = None
+    scenario: str
+    size: str = "s"
+    seed: int = 0
+    healthy: bool = False
+    faults: list[FaultSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _healthy_xor_faults(self) -> "IncidentSpec":
+        if self.healthy == bool(self.faults):
+            raise ValueError("give either `healthy: true` or a non-empty `faults` list")
+        return self
+
+
+class Suite(BaseModel):
+    """A named list of incident specs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,40}$")
+    historical: bool = False
+    incidents: list[IncidentSpec]
+
+    def incident_ids(self) -> list[str]:
+        """Each incident's id: the spec's own, else `<suite>-<nnn>` by position."""
+        ids = [spec.id or f"{self.suite}-{n:03d}" for n, spec in enumerate(self.incidents, start=1)]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise FaultlineError(f"suite {self.suite}: duplicate incident ids {', '.join(dupes)}",
+                                 fix="give every incident a unique id")
+        return ids
+
+
+def suite_names() -> list[str]:
+    """The built-in suites."""
+    return sorted(p.stem for p in SUITES_DIR.glob("*.yml"))
+
+
+def load_suite(ref: str | Path) -> Suite:
+    """A suite from a YAML file, or a built-in one by name; a clear error naming the file and field."""
+    path = Path(ref)
+    if not path.is_file():
+        builtin = SUITES_DIR / f"{ref}.yml"
+        if not builtin.is_file():
+            raise FaultlineError(f"no suite file or built-in suite {str(ref)!r}",
+                                 fix=f"give a YAML file or one of: {', '.join(suite_names())}")
+        path = builtin
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise FaultlineError(f"{path}: not valid YAML ({exc})", fix="fix the suite file") from None
+    try:
+        suite = Suite.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise FaultlineError(f"{path}: {where}: {first['msg']}", fix="see the suite format in faultline/corpus/spec.py"
+                             ) from None
+    suite.incident_ids()
+    _check_names(suite, path)
+    return suite
+
+
+def _check_names(suite: Suite, path: Path) -> None:
+    """Scenarios, sizes and labels must exist; a label this lab cannot inject is caught at generation."""
+    from faultline.netlab.faults.catalogue import catalogue
+    from faultline.netlab.scenarios import SIZES, scenario_names
+
+    labels = {info.label for info in catalogue()}
+    for n, spec in enumerate(suite.incidents):
+        if spec.scenario not in scenario_names():
+            raise FaultlineError(f"{path}: incidents.{n}.scenario: unknown scenario {spec.scenario!r}",
+                                 fix=f"use one of: {', '.join(scenario_names())}")
+        if spec.size not in SIZES:
+            raise FaultlineError(f"{path}: incidents.{n}.size: unknown size {spec.size!r}", fix="use s, m or l")
+        for k, fault in enumerate(spec.faults):
+            if fault.label not in labels:
+                raise FaultlineError(f"{path}: incidents.{n}.faults.{k}.label: {fault.label!r} is not a NIKA v1 label",
+                                     fix="see `faultline lab faults --all`")

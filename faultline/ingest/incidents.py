@@ -1,0 +1,146 @@
+"""`faultline ingest incidents DIR`: a generated corpus into the warehouse.
+
+Each incident folder (see `faultline.corpus.generate`) becomes: its ticket in `tickets` (through the
+ticket ingestion, so it is validated and quarantined like any ticket), its device logs in
+`log_lines` (host = the device, tagged with the incident id), one `incidents` row (scenario, size,
+seed, window, snapshot paths) and one `ground_truth` row. An invalid incident (its fault did not
+verify) is not loaded: it is kept in `quarantine` with the generator's reason. Re-running changes
+nothing: files already ingested are skipped by the ledger and rows are upserted by incident id.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from faultline.config import Settings
+from faultline.errors import FaultlineError
+from faultline.ingest.api import FileReport, ingest_one
+from faultline.ingest.reading import Reject
+from faultline.ingest.store import replace_quarantine
+from faultline.runs import finish_run, record_failure, start_run
+
+INCIDENT_FILE = "incident.json"
+
+
+@dataclass
+class IncidentIngestReport:
+    """What `ingest_incidents` did, per incident folder."""
+
+    run_id: str
+    loaded: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    files: list[FileReport] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for f in self.files:
+            counts[f.status] = counts.get(f.status, 0) + 1
+        return {"run_id": self.run_id, "loaded": len(self.loaded), "invalid": self.invalid, "failed": self.failed,
+                "files": counts}
+
+
+def incident_folders(paths: list[Path]) -> list[Path]:
+    """Every folder holding an incident.json under `paths` (a corpus, a suite output, one incident)."""
+    found: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            raise FaultlineError(f"{path} does not exist", fix="give a corpus folder written by `faultline corpus generate`")
+        if path.is_file():
+            raise FaultlineError(f"{path} is a file", fix="give the incident or corpus folder")
+        found += sorted(p.parent for p in path.rglob(INCIDENT_FILE))
+    if not found:
+        raise FaultlineError(f"no incidents (no {INCIDENT_FILE}) under {', '.join(map(str, paths))}",
+                             fix="generate some with `faultline corpus generate --suite tiny --out DIR`")
+    return found
+
+
+def ingest_incidents(conn: duckdb.DuckDBPyConnection, settings: Settings, paths: list[Path], *,
+                     force: bool = False, progress: bool = False) -> IncidentIngestReport:
+    """Load every incident under `paths`; one broken incident is a failure row, the others go on."""
+    from faultline.progress import track
+
+    run_id = start_run(conn, "ingest_incidents", settings=settings)
+    report = IncidentIngestReport(run_id)
+    for folder in track(incident_folders(paths), description="ingest incidents", enabled=progress):
+        try:
+            _one(conn, settings, folder, report, force)
+        except Exception as exc:  # noqa: BLE001 - recorded as a row; the batch goes on
+            record_failure(conn, run_id=run_id, stage="ingest_incident", subject=str(folder), exc=exc)
+            report.failed[folder.name] = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
+    status = "completed" if not report.failed else "completed_with_failures"
+    finish_run(conn, run_id, status=status, stats=report.as_dict())
+    return report
+
+
+def _one(conn: duckdb.DuckDBPyConnection, settings: Settings, folder: Path, report: IncidentIngestReport,
+         force: bool) -> None:
+    meta = _read_json(folder / INCIDENT_FILE)
+    incident_id = meta.get("incident_id") or folder.name
+    source = str((folder / INCIDENT_FILE).resolve())
+    if meta.get("status") != "valid":
+        reason = meta.get("reason") or "the generator marked this incident invalid"
+        replace_quarantine(conn, target_table="incidents", source_file=source, run_id=report.run_id,
+                           rejects=[Reject(0, "incident_valid", reason, json.dumps(meta, sort_keys=True))])
+        report.invalid.append(incident_id)
+        return
+    replace_quarantine(conn, target_table="incidents", source_file=source, rejects=[], run_id=report.run_id)
+    ticket_file = folder / "ticket.json"
+    ticket = _read_json(ticket_file)
+    file_report = ingest_one(conn, settings, "tickets", ticket_file, run_id=report.run_id, force=force)
+    report.files.append(file_report)
+    if file_report.status == "failed":
+        raise FaultlineError(f"{ticket_file}: {file_report.error}", fix="see run_failures for the details")
+    for log in sorted((folder / "logs").glob("*/*")):
+        if log.is_file():
+            report.files.append(ingest_one(conn, settings, "logs", log, run_id=report.run_id, force=force,
+                                           incident_id=incident_id, host=log.parent.name))
+    truth = _read_json(folder / "ground_truth.json")
+    _upsert_incident(conn, folder, incident_id, meta, ticket)
+    _upsert_truth(conn, incident_id, truth)
+    report.loaded.append(incident_id)
+
+
+def _upsert_incident(conn: duckdb.DuckDBPyConnection, folder: Path, incident_id: str, meta: dict[str, Any],
+                     ticket: dict[str, Any]) -> None:
+    attributes = {"baseline_path": str((folder / "baseline.json.gz").resolve()), "spec": meta.get("spec"),
+                  "timings": meta.get("timings"), "sizes": meta.get("sizes"), "fault_at": meta.get("fault_at"),
+                  "logs_dir": str((folder / "logs").resolve())}
+    conn.execute("DELETE FROM incidents WHERE incident_id = ?", [incident_id])
+    conn.execute(
+        "INSERT INTO incidents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [incident_id, ticket["ticket_id"], ticket["title"], meta["scenario"], meta["size"], meta["seed"],
+         bool(meta.get("historical")), ticket.get("created_at"), meta.get("window_start"), meta.get("recorded_at"),
+         str((folder / "snapshot.json.gz").resolve()), json.dumps(attributes, sort_keys=True),
+         datetime.now(timezone.utc)],
+    )
+
+
+def _upsert_truth(conn: duckdb.DuckDBPyConnection, incident_id: str, truth: dict[str, Any]) -> None:
+    v1 = truth["v1"]
+    labels = v1.get("root_cause_names") or ([v1["root_cause_name"]] if v1.get("is_anomaly") else [])
+    conn.execute("DELETE FROM ground_truth WHERE incident_id = ?", [incident_id])
+    conn.execute(
+        "INSERT INTO ground_truth VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [incident_id, bool(v1["is_anomaly"]), labels, list(v1.get("faulty_devices") or []),
+         [v["resource_id"] for v in truth.get("v2", [])], [v["fault_type"] for v in truth.get("v2", [])],
+         ",".join(truth.get("categories") or []) or None, truth.get("resolution"), "lab", datetime.now(timezone.utc)],
+    )
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FaultlineError(f"{path} is missing", fix="regenerate the incident with `faultline corpus generate`") from None
+    except ValueError as exc:
+        raise FaultlineError(f"{path}: not valid JSON ({exc})", fix="regenerate the incident") from None
+    if not isinstance(data, dict):
+        raise FaultlineError(f"{path}: expected a JSON object", fix="regenerate the incident")
+    return data
