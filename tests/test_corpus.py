@@ -162,3 +162,23 @@ def test_a_snapshot_replays_without_root_to_the_recorded_records(corpus):
     assert "NotRecordedResult" not in types
     bgp = [c for c in snap.calls if c.probe == "vtysh_show" and "summary" in c.args["command"]]
     assert bgp, "the snapshot records the routers' BGP state"
+
+
+def test_coverage_counts_labels_per_scenario_and_size_and_skips_invalid(tmp_path):
+    from faultline.corpus.summary import coverage, render_markdown
+
+    def incident(name, scenario, size, faults, status="valid"):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "incident.json").write_text(json.dumps({
+            "status": status, "scenario": scenario, "size": size, "spec": {"faults": [{"label": f} for f in faults]}}))
+
+    incident("a", "simple_bgp", "s", ["link_down"])
+    incident("b", "dc_clos_bgp", "m", ["link_down", "bgp_acl_block"])
+    incident("c", "simple_bgp", "s", [])
+    incident("d", "simple_bgp", "s", ["link_down"], status="invalid")
+    table = coverage([tmp_path])
+    assert (table["valid"], table["invalid"], table["healthy"], table["multi"]) == (3, 1, 1, 1)
+    assert table["labels"]["link_down"] == {"simple_bgp/s": 1, "dc_clos_bgp/m": 1}
+    text = render_markdown(table)
+    assert "| link_down | 1 | 1 | 2 |" in text and "| (healthy) |" in text

@@ -78,3 +78,22 @@ def replay_command(
         print_json(out.record.model_dump(mode="json"))
     else:
         typer.echo(out.raw)
+
+
+@app.command("summary")
+def summary_command(
+    folders: list[Path] = typer.Argument(..., help="Corpus folders (searched for incident.json)."),
+    markdown: bool = typer.Option(False, "--markdown", help="Print a Markdown table (for a corpus README)."),
+) -> None:
+    """Which labels each corpus covers: incidents per label × scenario/size, healthy controls, invalid ones."""
+    from faultline.corpus.summary import coverage, render_markdown
+
+    table = coverage(folders)
+    if markdown:
+        typer.echo(render_markdown(table))
+        return
+    print_table(["label", "incidents", "where"],
+                [(label, sum(cells.values()), ", ".join(f"{k} ×{n}" for k, n in sorted(cells.items())))
+                 for label, cells in sorted(table["labels"].items())],
+                title=f"{table['valid']} valid incidents ({table['healthy']} healthy, {table['multi']} multi-fault), "
+                      f"{table['invalid']} invalid")
