@@ -122,3 +122,23 @@ def test_traceroutes_follow_failing_pairs_one_per_destination_then_per_source_ca
     assert pairs[:2] == [("a", "10.0.0.1"), ("a", "10.0.0.2")]  # every unreachable destination first
     assert {s for s, _ in pairs} == {"a", "b", "c"} and "10.0.0.3" not in {d for _, d in pairs}
     assert len(snapshot.traceroute_calls([matrix], limit=2)) == 2
+
+
+def test_a_command_asked_twice_while_recording_has_one_answer():
+    from faultline.netlab.runner import Runner
+
+    class Counting(Runner):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def run(self, device, argv, *, namespace, timeout_s=None, output_cap=None):
+            self.calls += 1
+            return CommandResult(device=device, namespace=namespace, argv=["echo", str(self.calls)], exit_code=0,
+                                 stdout=str(self.calls), stderr="", duration_s=0.0)
+
+    inner = Counting()
+    recording = snapshot.RecordingRunner(inner)
+    first = recording.run("h1", ["ip", "netns", "pids", "fl-h1"], namespace=None)
+    second = recording.run("h1", ["ip", "netns", "pids", "fl-h1"], namespace=None)
+    assert first.stdout == second.stdout == "1" and inner.calls == 1

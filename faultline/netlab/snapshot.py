@@ -49,20 +49,43 @@ def _key(namespace: str | None, argv: Sequence[str]) -> tuple[str, ...]:
 
 
 class RecordingRunner(Runner):
-    """A live runner that keeps every result it returns (thread-safe: the matrix pings in parallel)."""
+    """A live runner that keeps every result, and answers a command it already ran from that result.
+
+    Within one snapshot a command has exactly one answer, as on replay: two probes that both run
+    `ip netns pids` see the same PIDs, so the commands built from them are the ones recorded.
+    Thread-safe: a command asked for twice at once runs once.
+    """
 
     def __init__(self, inner: Runner | None = None) -> None:
         inner = inner or Runner()
         super().__init__(timeout_s=inner.timeout_s, output_cap=inner.output_cap)
         self.inner = inner
         self.results: dict[tuple[str, ...], CommandResult] = {}
+        self._running: dict[tuple[str, ...], threading.Event] = {}
         self._lock = threading.Lock()
 
     def run(self, device: str, argv: Sequence[str], *, namespace: str | None, timeout_s: float | None = None,
             output_cap: int | None = None) -> CommandResult:
-        result = self.inner.run(device, argv, namespace=namespace, timeout_s=timeout_s, output_cap=output_cap)
+        key = _key(namespace, argv)
         with self._lock:
-            self.results[tuple(result.argv)] = result
+            if key in self.results:
+                return self.results[key]
+            waiting = self._running.get(key)
+            if waiting is None:
+                self._running[key] = threading.Event()
+        if waiting is not None:
+            waiting.wait()
+            if key in self.results:
+                return self.results[key]
+            # the first attempt raised (could not start): try again, it raises the same way
+            return self.inner.run(device, argv, namespace=namespace, timeout_s=timeout_s, output_cap=output_cap)
+        try:
+            result = self.inner.run(device, argv, namespace=namespace, timeout_s=timeout_s, output_cap=output_cap)
+            with self._lock:
+                self.results[key] = result
+        finally:
+            with self._lock:
+                self._running.pop(key).set()
         return result
 
 
@@ -210,12 +233,26 @@ def record(ctx: ProbeContext, calls: Sequence[tuple[str, dict[str, Any]]], *, sc
     outputs, done = [], []
 
     def run(batch: list[tuple[str, dict[str, Any]]]) -> None:
-        # independent calls; a few at a time (failing pings and traceroutes mostly wait)
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            for (name, args), out in zip(batch, pool.map(lambda c: run_probe(live, c[0], **c[1]), batch)):
-                outputs.append(out)
-                done.append(ProbeCall(probe=name, args=args, record_type=type(out.record).__name__,
-                                      digest=record_digest(out)))
+        # a device's own probes run one after another (so none shows up in another's process list);
+        # devices run a few at a time; lab-wide probes (reachability, lookups from clients) after them
+        results: dict[int, ProbeOutput] = {}
+        groups: dict[str, list[int]] = {}
+        for index, (_, args) in enumerate(batch):
+            groups.setdefault(args.get("dev") or f"#{index}", []).append(index)
+        own = [ids for key, ids in groups.items() if not key.startswith("#")]
+        shared = [ids for key, ids in groups.items() if key.startswith("#")]
+
+        def one_group(ids: list[int]) -> None:
+            for i in ids:
+                results[i] = run_probe(live, batch[i][0], **batch[i][1])
+
+        for stage in (own, shared):
+            with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+                list(pool.map(one_group, stage))
+        for i, (name, args) in enumerate(batch):
+            outputs.append(results[i])
+            done.append(ProbeCall(probe=name, args=args, record_type=type(results[i].record).__name__,
+                                  digest=record_digest(results[i])))
 
     run(list(calls))
     if traceroute_failures:
