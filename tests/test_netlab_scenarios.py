@@ -303,3 +303,13 @@ def test_large_clos_raises_the_shared_arp_limits_and_down_restores_them(lab_sett
         lab.down(lab_settings)
     assert read_neigh_limits() == before
     assert not _lab_namespaces()
+
+
+def test_super_spines_sharing_an_as_accept_each_others_client_prefixes():
+    from faultline.netlab.frr import render_bgp
+
+    topo = build_topology("dc_clos_service", "m")
+    conf = render_bgp(topo, "super_spine_0")
+    peers = [remote.address.split("/")[0] for _, remote in topo.neighbours("super_spine_0")]
+    assert all(f"  neighbor {p} allowas-in 1" in conf for p in peers)
+    assert "allowas-in" not in render_bgp(topo, "leaf_0_0")  # unique ASes keep the loop check

@@ -46,6 +46,8 @@ def render_bgp(topo: Topology, router: str) -> str:
     router_id = node.loopback.split("/")[0]
     lines = ["frr defaults datacenter", f"hostname {router}", "!", f"router bgp {node.asn}",
              f" bgp router-id {router_id}", " no bgp ebgp-requires-policy", " bgp bestpath as-path multipath-relax"]
+    # routers sharing an AS (NIKA's super-spines, all AS 65000) must accept each other's prefixes
+    shared_as = sum(1 for n in topo.routers() if n.asn == node.asn) > 1
     for local, remote in topo.neighbours(router):
         peer = remote.address.split("/")[0]
         lines += [f" neighbor {peer} remote-as {topo.nodes[remote.node].asn}",
@@ -53,6 +55,8 @@ def render_bgp(topo: Topology, router: str) -> str:
                   f" neighbor {peer} timers 1 3", f" neighbor {peer} timers connect 2",
                   f" neighbor {peer} advertisement-interval 0"]
     lines += [" address-family ipv4 unicast", f"  network {node.loopback}"]
+    if shared_as:
+        lines += [f"  neighbor {remote.address.split('/')[0]} allowas-in 1" for _, remote in topo.neighbours(router)]
     for lan in topo.lans:
         if lan.router == router:
             lines.append(f"  network {lan.subnet}")
