@@ -182,3 +182,16 @@ def test_coverage_counts_labels_per_scenario_and_size_and_skips_invalid(tmp_path
     assert table["labels"]["link_down"] == {"simple_bgp/s": 1, "dc_clos_bgp/m": 1}
     text = render_markdown(table)
     assert "| link_down | 1 | 1 | 2 |" in text and "| (healthy) |" in text
+
+
+def test_a_flooded_log_keeps_only_its_last_whole_lines(tmp_path):
+    from faultline.corpus.generate import copy_tail
+
+    source = tmp_path / "access.log"
+    source.write_text("".join(f"10.1.0.10 - - GET /big.bin {i}\n" for i in range(5000)))
+    small, big = tmp_path / "small.log", tmp_path / "big.log"
+    assert copy_tail(source, small, 10**9) is False and small.read_bytes() == source.read_bytes()
+    assert copy_tail(source, big, 4096) is True
+    kept = big.read_text().splitlines()
+    assert len(big.read_bytes()) <= 4096 and kept[-1].endswith(" 4999")
+    assert all(line.startswith("10.1.0.10 - - GET") for line in kept)  # no half line at the cut

@@ -103,7 +103,8 @@ def test_main_job_runs_as_one_flow_with_a_task_per_step(prefect_api, tmp_path):
     flow_run = _flow_run(prefect_api, result["prefect_flow_run_id"])
     assert flow_run["state_type"] == "COMPLETED"
     names = [t["name"] for t in _task_runs(prefect_api, result["prefect_flow_run_id"])]
-    assert any(n.startswith("ingest tickets") for n in names)
+    assert sorted(n for n in names if n.startswith("ingest incidents")) == ["ingest incidents: backlog",
+                                                                            "ingest incidents: history"]
     assert any(n.startswith("sync index") for n in names)
     assert sum(n.startswith("evidence") for n in names) == result["open_tickets"] > 0
     assert sum(n.startswith("log excerpt") for n in names) == result["open_tickets"]
@@ -111,8 +112,14 @@ def test_main_job_runs_as_one_flow_with_a_task_per_step(prefect_api, tmp_path):
     import duckdb
 
     conn = duckdb.connect(str(tmp_path / "fl.duckdb"), read_only=True)
-    stored = conn.execute("SELECT incident_id, excerpt_lines FROM log_excerpts ORDER BY 1").fetchall()
-    assert [r[0] for r in stored] == sorted(item["ticket"]["ticket_id"] for item in result["evidence"])
-    assert all(0 < r[1] <= 2000 for r in stored)
-    dhcp = next(item for item in result["evidence"] if "IP address" in item["ticket"]["title"])
-    assert "dnsmasq" in dhcp["log_excerpt"]["key_lines"][0]  # the ticket's own words rank its evidence first
+    backlog = dict(conn.execute("SELECT ticket_id, incident_id FROM incidents WHERE NOT is_historical").fetchall())
+    history = {r[0] for r in conn.execute("SELECT ticket_id FROM incidents WHERE is_historical").fetchall()}
+    assert result["open_tickets"] == len(backlog) and history
+    stored = dict(conn.execute("SELECT incident_id, input_lines FROM log_excerpts").fetchall())
+    assert sorted(stored) == sorted(item["ticket"]["ticket_id"] for item in result["evidence"])
+    for ticket_id, input_lines in stored.items():
+        # each open ticket's excerpt is built from exactly its own incident's device logs
+        own = conn.execute("SELECT count(*) FROM log_lines WHERE incident_id = ?", [backlog[ticket_id]]).fetchone()[0]
+        assert input_lines == own > 0
+    for item in result["evidence"]:
+        assert {hit["id"] for hit in item["similar"]} <= history  # only resolved history is "similar"

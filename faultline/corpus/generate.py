@@ -33,6 +33,7 @@ from faultline.errors import FaultlineError
 
 INCIDENT_FILE = "incident.json"
 LOG_SUFFIXES = (".log", ".out")
+MAX_LOG_BYTES = 512 * 1024  # per file: the end of the incident is what matters (keeps the corpus small)
 
 
 @dataclass
@@ -60,6 +61,19 @@ def lab_names_and_urls(scenario: str, size: str) -> tuple[list[str], list[str]]:
     return names, urls
 
 
+def copy_tail(source: Path, target: Path, limit: int) -> bool:
+    """Copy `source`, or only its last whole lines within `limit` bytes (a flooded access log); True if cut."""
+    size = source.stat().st_size
+    if size <= limit:
+        shutil.copyfile(source, target)
+        return False
+    with open(source, "rb") as fh:
+        fh.seek(size - limit)
+        data = fh.read()
+    target.write_bytes(data[data.find(b"\n") + 1:])
+    return True
+
+
 def collect_logs(run_dir: Path, dest: Path) -> dict[str, int]:
     """Copy every device log of the lab into `dest/<device>/`; returns bytes per device."""
     from faultline.netlab.devices import LAB_PREFIX
@@ -72,7 +86,7 @@ def collect_logs(run_dir: Path, dest: Path) -> dict[str, int]:
             continue
         target = dest / device / path.name
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
+        copy_tail(path, target, MAX_LOG_BYTES)
         sizes[device] = sizes.get(device, 0) + target.stat().st_size
     return sizes
 
