@@ -174,11 +174,14 @@ def generate_suite(suite: Suite, out: Path, settings: Settings, *, progress: boo
     results = []
     for incident_id, spec in track(pairs, description=f"suite {suite.suite}", enabled=progress):
         results.append(generate_incident(spec, incident_id, out, settings, historical=suite.historical))
-    _write_json(out / f"suite-{suite.suite}.json", {
-        "suite": suite.suite, "historical": suite.historical,
-        "incidents": [{"incident_id": r.incident_id, "status": r.status, "reason": r.reason,
-                       "timings": r.timings, "sizes": r.sizes} for r in results],
-    })
+    # the suite's summary: merged with an earlier run's, so `--only` reruns keep the other incidents
+    summary = out / f"suite-{suite.suite}.json"
+    known = {i["incident_id"]: i for i in json.loads(summary.read_text())["incidents"]} if summary.is_file() else {}
+    for r in results:
+        known[r.incident_id] = {"incident_id": r.incident_id, "status": r.status, "reason": r.reason,
+                                "timings": r.timings, "sizes": r.sizes}
+    _write_json(summary, {"suite": suite.suite, "historical": suite.historical,
+                          "incidents": [known[i] for i in sorted(known)]})
     return results
 
 
