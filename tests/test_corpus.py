@@ -82,7 +82,7 @@ def test_valid_incidents_have_every_artifact_and_the_truth_of_their_spec(corpus)
         folder = out / incident
         for name in ("incident.json", "ticket.json", "ground_truth.json", "baseline.json.gz", "snapshot.json.gz"):
             assert (folder / name).is_file(), (incident, name)
-        assert any((folder / "logs").glob("router1/*.log"))
+        assert any((folder / "logs").glob("router1/*.log.gz"))
     healthy = json.loads((out / "ci-001" / "ground_truth.json").read_text())
     assert healthy["v1"]["is_anomaly"] is False
     down = json.loads((out / "ci-002" / "ground_truth.json").read_text())
@@ -185,13 +185,15 @@ def test_coverage_counts_labels_per_scenario_and_size_and_skips_invalid(tmp_path
 
 
 def test_a_flooded_log_keeps_only_its_last_whole_lines(tmp_path):
+    import gzip
+
     from faultline.corpus.generate import copy_tail
 
     source = tmp_path / "access.log"
     source.write_text("".join(f"10.1.0.10 - - GET /big.bin {i}\n" for i in range(5000)))
-    small, big = tmp_path / "small.log", tmp_path / "big.log"
-    assert copy_tail(source, small, 10**9) is False and small.read_bytes() == source.read_bytes()
+    small, big = tmp_path / "small.log.gz", tmp_path / "big.log.gz"
+    assert copy_tail(source, small, 10**9) is False and gzip.decompress(small.read_bytes()) == source.read_bytes()
     assert copy_tail(source, big, 4096) is True
-    kept = big.read_text().splitlines()
-    assert len(big.read_bytes()) <= 4096 and kept[-1].endswith(" 4999")
-    assert all(line.startswith("10.1.0.10 - - GET") for line in kept)  # no half line at the cut
+    kept = gzip.decompress(big.read_bytes()).decode()
+    assert len(kept) <= 4096 and kept.splitlines()[-1].endswith(" 4999")
+    assert all(line.startswith("10.1.0.10 - - GET") for line in kept.splitlines())  # no half line at the cut

@@ -17,6 +17,7 @@ brought down, whatever happened.
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 import shutil
@@ -62,16 +63,19 @@ def lab_names_and_urls(scenario: str, size: str) -> tuple[list[str], list[str]]:
 
 
 def copy_tail(source: Path, target: Path, limit: int) -> bool:
-    """Copy `source`, or only its last whole lines within `limit` bytes (a flooded access log); True if cut."""
+    """Copy `source` gzipped to `target`, only its last whole lines within `limit` bytes if longer; True if cut.
+
+    Logs are stored gzipped (the log ingestion reads .gz directly): the corpus stays small in git.
+    """
     size = source.stat().st_size
-    if size <= limit:
-        shutil.copyfile(source, target)
-        return False
     with open(source, "rb") as fh:
-        fh.seek(size - limit)
+        if size > limit:
+            fh.seek(size - limit)
         data = fh.read()
-    target.write_bytes(data[data.find(b"\n") + 1:])
-    return True
+    if size > limit:
+        data = data[data.find(b"\n") + 1:]
+    target.write_bytes(gzip.compress(data, mtime=0))
+    return size > limit
 
 
 def collect_logs(run_dir: Path, dest: Path) -> dict[str, int]:
@@ -84,7 +88,7 @@ def collect_logs(run_dir: Path, dest: Path) -> dict[str, int]:
     for device, path in sorted(sources):
         if not path.is_file() or not path.name.endswith(LOG_SUFFIXES) or path.stat().st_size == 0:
             continue
-        target = dest / device / path.name
+        target = dest / device / f"{path.name}.gz"
         target.parent.mkdir(parents=True, exist_ok=True)
         copy_tail(path, target, MAX_LOG_BYTES)
         sizes[device] = sizes.get(device, 0) + target.stat().st_size
