@@ -468,3 +468,23 @@ def test_two_faults_at_once_hide_both() -> None:
         ticket = write_ticket(facts, random.Random(seed))
         assert not leaks(ticket, facts, "link_flap") and not leaks(ticket, facts, "bgp_acl_block")
         assert ticket.resolution and ticket.resolution.count("Fix:") == 2 and "router1" in ticket.resolution
+
+
+def test_a_multi_fault_incident_gets_one_resolution_note_per_fault():
+    from datetime import datetime, timezone
+
+    from faultline.corpus.tickets import TicketFacts, resolution_note
+
+    def fault(fid, label, target):
+        return {"id": fid, "target": target, "mechanism": "x", "category": "link_failure",
+                "v1": {"is_anomaly": True, "faulty_devices": [target], "root_cause_name": label},
+                "v2": {"resource_id": f"node/{target}", "fault_type": label}}
+
+    truth = {"v1": {"is_anomaly": True, "faulty_devices": ["dns_server", "host_1_1_1_1"],
+                    "root_cause_name": "multiple_faults", "root_cause_names": ["link_down", "dns_service_down"]},
+             "faults": [fault("f1", "link_down", "host_1_1_1_1"), fault("f2", "dns_service_down", "dns_server")]}
+    facts = TicketFacts(incident_id="m1", scenario="ospf_enterprise_static", size="s",
+                        opened_at=datetime(2026, 1, 1, tzinfo=timezone.utc), devices=[("dns_server", "dns")],
+                        symptoms=[], healthy=False, ground_truth=truth, historical=True)
+    note = resolution_note(facts)
+    assert len(note.split("\n\n")) == 2 and "host_1_1_1_1" in note and "dns_server" in note

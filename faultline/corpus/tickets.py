@@ -94,6 +94,11 @@ def _faults(gt: dict[str, Any]) -> list[dict[str, Any]]:
     return [f for f in gt.get("faults") or [] if isinstance(f, dict)]
 
 
+def _label(fault: dict[str, Any]) -> str | None:
+    # the lab's per-fault truth carries its label in its own v1 block
+    return fault.get("label") or (fault.get("v1") or {}).get("root_cause_name")
+
+
 def faulty_devices(gt: dict[str, Any]) -> set[str]:
     """Every device the ground truth blames: v1's list, each fault's list and its target."""
     found = set((gt.get("v1") or {}).get("faulty_devices") or [])
@@ -106,7 +111,7 @@ def forbidden_terms(facts: TicketFacts) -> tuple[set[str], set[str]]:
     """(words, device names) a ticket of `facts` may not contain, lower case; rules in text/vocabulary.yml."""
     vocab, gt, v1 = wording("vocabulary"), facts.ground_truth, facts.ground_truth.get("v1") or {}
     plain, devices = set(vocab["plain"].lower().split()), {name.lower() for name, _ in facts.devices}
-    names = [f.get("label") for f in _faults(gt)] + [v1.get("root_cause_name")] + list(v1.get("root_cause_names") or [])
+    names = [_label(f) for f in _faults(gt)] + [v1.get("root_cause_name")] + list(v1.get("root_cause_names") or [])
     labels = {n.lower() for n in names if isinstance(n, str) and n}
     how = {info.label: info.how for info in catalogue()}
     words = {w.lower() for w in vocab["never"]} | labels
@@ -272,7 +277,7 @@ def resolution_note(facts: TicketFacts) -> str:
     notes, v1 = wording("resolutions"), facts.ground_truth.get("v1") or {}
     out = []
     for fault in _faults(facts.ground_truth):
-        label = fault.get("label") or v1.get("root_cause_name")
+        label = _label(fault) or v1.get("root_cause_name")
         if label not in notes["labels"]:
             raise FaultlineError(f"no resolution note for fault label {label!r}", fix="add one to text/resolutions.yml")
         blamed = list((fault.get("v1") or {}).get("faulty_devices") or v1.get("faulty_devices") or [])
