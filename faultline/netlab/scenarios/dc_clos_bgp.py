@@ -18,6 +18,15 @@ def build(size: str) -> Topology:
     """The dc_clos_bgp topology at `size`."""
     pods, spines, leaves = SHAPES[size]
     topo = Topology(scenario="dc_clos_bgp", size=size, protocol="bgp")
+    build_fabric(topo, pods, spines, leaves)
+    for p in range(pods):
+        for i in range(leaves):
+            topo.add_lan(f"leaf_{p}_{i}", [topo.add_host(f"pc_{p}_{i}").name])
+    return topo
+
+
+def build_fabric(topo: Topology, pods: int, spines: int, leaves: int) -> list[str]:
+    """The eBGP CLOS routers and links (NIKA's names and AS numbers); returns the super-spines."""
     supers = [topo.add_router(f"super_spine_{k}", asn=65000).name for k in range(pods)]
     for p in range(pods):
         for i in range(spines):
@@ -29,7 +38,4 @@ def build(size: str) -> Topology:
             leaf = topo.add_router(f"leaf_{p}_{i}", asn=65200 + 10 * p + i).name
             for j in range(spines):
                 topo.connect(f"spine_{p}_{j}", leaf)
-    for p in range(pods):
-        for i in range(leaves):
-            topo.add_lan(f"leaf_{p}_{i}", [topo.add_host(f"pc_{p}_{i}").name])
-    return topo
+    return supers

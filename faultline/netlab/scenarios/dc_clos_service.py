@@ -9,7 +9,7 @@ every pod's DNS server. URLs look like http://web1.pod0. Node counts match NIKA:
 
 from __future__ import annotations
 
-from faultline.netlab.scenarios.dc_clos_bgp import SHAPES
+from faultline.netlab.scenarios.dc_clos_bgp import SHAPES, build_fabric
 from faultline.netlab.topology import Topology
 
 SHAPES_SERVICE = {"s": SHAPES["s"], "m": SHAPES["m"], "l": (4, 4, 8)}  # NIKA's l: (4, 4, 8), 88 nodes
@@ -19,17 +19,7 @@ def build(size: str) -> Topology:
     """The dc_clos_service topology at `size`."""
     pods, spines, leaves = SHAPES_SERVICE[size]
     topo = Topology(scenario="dc_clos_service", size=size, protocol="bgp")
-    supers = [topo.add_router(f"super_spine_{k}", asn=65000).name for k in range(pods)]
-    for p in range(pods):
-        for i in range(spines):
-            spine = topo.add_router(f"spine_{p}_{i}", asn=65100 + 10 * p + i).name
-            for s in supers:
-                topo.connect(s, spine)
-    for p in range(pods):
-        for i in range(leaves):
-            leaf = topo.add_router(f"leaf_{p}_{i}", asn=65200 + 10 * p + i).name
-            for j in range(spines):
-                topo.connect(f"spine_{p}_{j}", leaf)
+    supers = build_fabric(topo, pods, spines, leaves)
     dns_servers = []
     for p in range(pods):
         dns = topo.add_host(f"dns_pod{p}", role="dns").name
