@@ -170,7 +170,7 @@ def standard_calls(ctx: ProbeContext, protocol: str, names: Sequence[str] = (),
             calls.append((probe, {"dev": d.name}))
         for table in ("filter", "mangle"):
             calls.append(("iptables_rules", {"dev": d.name, "table": table}))
-        for path in _readable_files(ctx.file_roots.get(d.name, ())):
+        for path in readable_files(ctx.file_roots.get(d.name, ())):
             calls.append(("read_file", {"dev": d.name, "path": path}))
         if d.role == "router":
             for command in ALWAYS_SHOWS + ROUTER_SHOWS.get(protocol, ()):
@@ -202,7 +202,7 @@ def client_positions(devices: Sequence[Device]) -> list[str]:
     return out
 
 
-def _readable_files(roots: Sequence[str]) -> list[str]:
+def readable_files(roots: Sequence[str]) -> list[str]:
     found = []
     for root in roots:
         if not os.path.isdir(root):

@@ -1,0 +1,111 @@
+"""`faultline diagnose` and `faultline eval sade`: SADE on one incident, and scored over a corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from faultline.cli.output import print_json, print_table
+
+
+def _backend(ctx: typer.Context, incident: str, backend: str, url: Optional[str]):
+    from faultline.errors import FaultlineError
+    from faultline.sade.backend import lab_backend, snapshot_backend
+
+    if backend == "lab":
+        return lab_backend(ctx.obj), incident
+    if backend == "mcp":
+        from faultline.sade.mcp_backend import mcp_backend
+
+        if not url:
+            raise FaultlineError("--backend mcp needs --url", fix="pass --url http://host:port/mcp or a command")
+        return mcp_backend(url), incident
+    path = Path(incident)
+    if path.is_dir():
+        path = path / "snapshot.json.gz"
+    if not path.is_file():
+        from faultline import db
+
+        conn = db.open_warehouse(ctx.obj)
+        row = conn.execute("SELECT snapshot_path FROM incidents WHERE incident_id = ?", [incident]).fetchone()
+        conn.close()
+        if not row or not row[0]:
+            raise FaultlineError(f"{incident}: neither an incident folder, a snapshot file nor an ingested incident "
+                                 "with a snapshot", fix="pass data/sample/backlog/<id> or ingest the corpus first")
+        path = Path(row[0])
+    return snapshot_backend(path), path.parent.name
+
+
+def diagnose_command(
+    ctx: typer.Context,
+    incident: str = typer.Argument(..., help="Incident folder, snapshot file or ingested incident id."),
+    backend: str = typer.Option("snapshot", "--backend", help="snapshot | lab | mcp"),
+    url: Optional[str] = typer.Option(None, "--url", help="MCP server URL or command (with --backend mcp)."),
+    policy: str = typer.Option("deterministic", "--policy", help="deterministic | llm"),
+    model: Optional[str] = typer.Option(None, "--model", help="litellm model for --policy llm."),
+    method: str = typer.Option("sade", "--method", help="sade (phase-gated) | flat (every scan everywhere)."),
+    save: bool = typer.Option(False, "--save", help="Store steps, flags and submission in the warehouse."),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole diagnosis as JSON."),
+) -> None:
+    """Diagnose one incident with SADE and print its submission, steps and flags."""
+    from faultline.sade.engine import diagnose
+
+    net, incident_id = _backend(ctx, incident, backend, url)
+    run_policy, policy_name = None, "deterministic"
+    if policy == "llm":
+        from faultline.sade.llm_policy import llm_policy_runner
+
+        run_policy, policy_name = llm_policy_runner(ctx.obj, model=model, incident_id=incident_id)
+    diag = diagnose(net, incident_id=incident_id, method=method, policy=policy_name, run_policy=run_policy)
+    if save:
+        from faultline import db
+        from faultline.sade.store import save_diagnosis
+
+        conn = db.open_warehouse(ctx.obj)
+        save_diagnosis(conn, diag, run_id=None)
+        conn.close()
+    if as_json:
+        print_json(diag.model_dump(mode="json"))
+        return
+    print_table(["#", "phase", "tool", "args", "flags"],
+                [(st.seq, st.phase, st.tool, " ".join(f"{k}={v}" for k, v in st.args.items()), ", ".join(st.flags))
+                 for st in diag.steps], title=f"{incident_id}: {diag.tool_calls} tool calls, {diag.probe_calls} probes")
+    sub = diag.submission
+    if sub is None:
+        typer.echo(f"no submission ({diag.error})")
+        raise typer.Exit(1)
+    typer.echo(f"is_anomaly={sub.v1.is_anomaly} faulty_devices={sub.v1.faulty_devices} "
+               f"root_cause_name={sub.v1.root_cause_name}")
+    typer.echo(f"v2: {[rc.model_dump() for rc in sub.v2.root_causes]}")
+    typer.echo(sub.summary)
+
+
+def eval_sade_command(
+    corpus: Path = typer.Option(..., "--corpus", help="Corpus folder of recorded incidents."),
+    method: list[str] = typer.Option(["sade"], "--method", help="sade and/or flat (repeatable)."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N incidents."),
+    as_json: bool = typer.Option(False, "--json", help="Print per-incident scores and summaries as JSON."),
+) -> None:
+    """Score SADE on every recorded incident of a corpus: overall, per label and per size."""
+    from faultline.sade.evaluate import evaluate_corpus
+    from faultline.sade.scoring import summarize
+
+    scores, diags = [], []
+    for m in method:
+        for ev in evaluate_corpus(corpus, method=m, limit=limit):
+            scores.append(ev.score)
+            diags.append(ev.diagnosis)
+    tables = {g or "overall": summarize(scores, group_by=g) for g in (None, "label", "size")}
+    if as_json:
+        print_json({"summaries": {k: [s.model_dump() for s in v] for k, v in tables.items()},
+                    "incidents": [{"score": s.model_dump(), "probe_calls": d.probe_calls, "tool_calls": d.tool_calls,
+                                   "elapsed_s": d.elapsed_s,
+                                   "submission": d.submission.model_dump() if d.submission else None}
+                                  for s, d in zip(scores, diags)]})
+        return
+    for name, rows in tables.items():
+        print_table(["method", name, "n", "detection", "loc F1", "RCA F1", "v2 joint F1", "no-sub"],
+                    [(r.method, r.group or "all", r.n, r.detection, r.loc_f1, r.rca_f1, r.v2_f1,
+                      r.no_submission_rate) for r in rows], title=f"SADE on {corpus} ({name})")

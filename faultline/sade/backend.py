@@ -1,0 +1,102 @@
+"""Where a diagnosis gets its observations: one interface over a live lab, a recorded snapshot or an MCP server.
+
+A `Backend` is a probe context (device directory + runner) plus, when there is one, the healthy
+baseline of the same network (a recorded snapshot taken before the fault). Every probe a diagnosis
+makes goes through `Backend.probe`, which counts it; baseline lookups are free (history, not traffic
+on the network) and never counted.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from faultline.netlab.devices import Device
+from faultline.netlab.probes import ProbeContext, ProbeOutput, run_probe
+from faultline.netlab.records import NotRecordedResult
+
+if TYPE_CHECKING:
+    from faultline.config import Settings
+
+
+@dataclass
+class Backend:
+    """A network to diagnose. `kind` is snapshot | lab | mcp."""
+
+    kind: str
+    ctx: ProbeContext
+    baseline_ctx: ProbeContext | None = None
+    scenario: str | None = None
+    size: str | None = None
+    probe_calls: int = 0
+    # device -> readable files (configs, logs, resolv.conf); service names and URLs users reach
+    files: dict[str, list[str]] = field(default_factory=dict)
+    dns_names: list[str] = field(default_factory=list)
+    urls: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _baseline_cache: dict[str, ProbeOutput | None] = field(default_factory=dict, repr=False)
+
+    def devices(self) -> list[Device]:
+        """Every device of the network, in a stable order."""
+        return self.ctx.directory.devices()
+
+    def device(self, name: str) -> Device:
+        return self.ctx.directory.device(name)
+
+    def probe(self, name: str, /, **args: Any) -> ProbeOutput:
+        """Run one probe on the network (counted). A snapshot that lacks the call answers NotRecordedResult."""
+        with self._lock:
+            self.probe_calls += 1
+        return run_probe(self.ctx, name, **args)
+
+    def baseline(self, name: str, /, **args: Any) -> ProbeOutput | None:
+        """The same probe answered from the healthy baseline; None without a baseline or when it lacks the call."""
+        if self.baseline_ctx is None:
+            return None
+        key = name + repr(sorted(args.items()))
+        if key not in self._baseline_cache:
+            out = run_probe(self.baseline_ctx, name, **args)
+            self._baseline_cache[key] = None if isinstance(out.record, NotRecordedResult) else out
+        return self._baseline_cache[key]
+
+
+def snapshot_backend(snapshot_file: Path, baseline_file: Path | None = None) -> Backend:
+    """A backend answering from a recorded incident snapshot (and its baseline, when given or found beside it)."""
+    from faultline.netlab import snapshot as snap
+
+    incident = snap.load(snapshot_file)
+    if baseline_file is None:
+        candidate = snapshot_file.with_name("baseline.json.gz")
+        baseline_file = candidate if candidate.is_file() and candidate != snapshot_file else None
+    base = snap.load(baseline_file).context() if baseline_file else None
+    files: dict[str, list[str]] = {}
+    names, urls = [], []
+    for call in incident.calls:
+        if call.probe == "read_file":
+            files.setdefault(call.args["dev"], []).append(call.args["path"])
+        elif call.probe == "dig" and call.args["name"] not in names:
+            names.append(call.args["name"])
+        elif call.probe == "http_get" and call.args["url"] not in urls:
+            urls.append(call.args["url"])
+    return Backend(kind="snapshot", ctx=incident.context(), baseline_ctx=base, scenario=incident.scenario,
+                   size=incident.size, files=files, dns_names=names, urls=urls)
+
+
+def lab_backend(settings: Settings) -> Backend:
+    """A backend over the running lab (root): live probes, no baseline."""
+    from faultline.errors import FaultlineError
+    from faultline.netlab import lab
+
+    state = lab.status(settings)
+    if state is None:
+        raise FaultlineError("no lab is running", fix="start one with `sudo faultline lab up SCENARIO`")
+    from faultline.corpus.generate import lab_names_and_urls
+    from faultline.netlab.snapshot import readable_files
+
+    ctx = lab.probe_context(state, settings)
+    files = {dev: readable_files(roots) for dev, roots in ctx.file_roots.items()}
+    names, urls = lab_names_and_urls(state.scenario, state.size)
+    return Backend(kind="lab", ctx=ctx, scenario=state.scenario, size=state.size, files=files, dns_names=names,
+                   urls=urls)

@@ -1,0 +1,60 @@
+"""Run SADE over a corpus folder of recorded incidents and score it the way NIKA does.
+
+Reads incident folders (`snapshot.json.gz`, `baseline.json.gz`, `ground_truth.json`,
+`incident.json`) directly — no warehouse needed — so a corpus can be evaluated anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from faultline.errors import FaultlineError
+from faultline.sade.backend import snapshot_backend
+from faultline.sade.engine import diagnose
+from faultline.sade.records import Diagnosis
+from faultline.sade.scoring import IncidentScore, score_incident, truth_from_json
+from faultline.sade.skills import skill_of_label
+
+
+@dataclass
+class Evaluated:
+    """One incident's diagnosis and score."""
+
+    diagnosis: Diagnosis
+    score: IncidentScore
+
+
+def incident_dirs(corpus: Path) -> list[Path]:
+    """Valid recorded incidents under `corpus` (folders holding incident.json with status valid + a snapshot)."""
+    if not corpus.exists():
+        raise FaultlineError(f"{corpus}: no such corpus folder", fix="point at a folder written by "
+                             "`faultline corpus generate` (e.g. data/sample/backlog)")
+    out = []
+    for meta in sorted(corpus.rglob("incident.json")):
+        folder = meta.parent
+        info = json.loads(meta.read_text())
+        if info.get("status") == "valid" and (folder / "snapshot.json.gz").is_file():
+            out.append(folder)
+    return out
+
+
+def evaluate_folder(folder: Path, *, method: str = "sade") -> Evaluated:
+    """Diagnose one recorded incident from its snapshot (and baseline) and score it against its truth."""
+    info = json.loads((folder / "incident.json").read_text())
+    truth = truth_from_json(info["incident_id"], json.loads((folder / "ground_truth.json").read_text()),
+                            scenario=info.get("scenario"), size=info.get("size"))
+    backend = snapshot_backend(folder / "snapshot.json.gz")
+    diag = diagnose(backend, incident_id=info["incident_id"], method=method)
+    sub = diag.submission
+    family = skill_of_label(truth.labels[0]) if truth.labels else "healthy"
+    score = score_incident(truth, sub.v1 if sub else None, sub.v2 if sub else None, method=method, family=family)
+    return Evaluated(diagnosis=diag, score=score)
+
+
+def evaluate_corpus(corpus: Path, *, method: str = "sade", limit: int | None = None) -> Iterator[Evaluated]:
+    """Every valid incident of the corpus, one at a time (a broken incident yields an error diagnosis)."""
+    for folder in incident_dirs(corpus)[:limit]:
+        yield evaluate_folder(folder, method=method)

@@ -1,0 +1,156 @@
+"""Step 1 — the initial scan: reachability matrix and a service canary, classified into symptoms and leads.
+
+Symptoms follow SADE's rules: loss, timeout, unreachable, refused, DNS failure or wrong answer and
+HTTP errors count; latency alone does not unless a baseline shows it is new. Rows without a result
+(`error`) are re-tested with a direct ping before they count. Leads are the devices the symptom
+pattern points at, most likely owner first: a device isolated from everyone, the shared gateway of a
+group of isolated devices, a device with partial loss, a web server whose URL fails.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from faultline.netlab.devices import Device
+from faultline.sade.scans.common import flag, gateway_router, is_end
+from faultline.sade.session import Session
+
+SCAN = "reachability_scan"
+MAX_CANARY_URLS = 4
+SLOW_FACTOR, SLOW_MIN_S = 3.0, 0.5
+
+
+@dataclass
+class Symptoms:
+    """What the initial scan saw: failing pairs, failing service checks, and the ordered leads."""
+
+    failing: list[tuple[str, str, str]] = field(default_factory=list)  # (src, dst, status)
+    services: list[tuple[str, str]] = field(default_factory=list)  # (url, problem)
+    leads: list[str] = field(default_factory=list)
+
+    @property
+    def any(self) -> bool:
+        return bool(self.failing or self.services)
+
+
+def initial_scan(s: Session) -> Symptoms:
+    """Reachability, then up to four URLs from the first user position; symptoms and leads."""
+    out = s.probe("reachability", note="who reaches whom (every end host pair)")
+    sym = Symptoms()
+    if out is not None:
+        rows = out.record.rows
+        for r in rows:
+            if r.status == "error" and r.rx == 0:
+                continue  # no result at all: not a symptom until a direct re-test (SADE's `unknown` rule)
+            if r.status != "ok":
+                sym.failing.append((r.src, r.dst, r.status))
+        _pair_leads(s, rows, sym)
+    if not sym.failing:
+        _canary(s, sym)  # service checks matter when the network itself looks fine
+    return sym
+
+
+def _pair_leads(s: Session, rows: list, sym: Symptoms) -> None:
+    total: Counter[str] = Counter()
+    bad: Counter[str] = Counter()
+    partial: Counter[str] = Counter()
+    for r in rows:
+        total[r.src] += 1
+        total[r.dst] += 1
+        if r.status != "ok":
+            bad[r.src] += 1
+            bad[r.dst] += 1
+            if r.status == "loss" and 0 < r.loss < 100:
+                partial[r.src] += 1
+                partial[r.dst] += 1
+    if not bad:
+        return
+    isolated = [d for d in total if bad[d] >= 0.8 * total[d] and bad[d] >= 2]
+    groups: dict[str, list[str]] = defaultdict(list)
+    for name in isolated:
+        gw = gateway_router(s, s.device(name))
+        groups[gw.name if gw else ""].append(name)
+    leads: list[str] = []
+    # a whole group behind one gateway is an upstream cascade: the gateway first
+    for gw, members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        peers = [d for d in s.devices() if is_end(d) and gateway_router(s, d) and gateway_router(s, d).name == gw]  # type: ignore[union-attr]
+        if gw and len(members) >= 2 and len(members) >= len(peers):
+            leads.append(gw)
+    leads += sorted(isolated, key=lambda d: (-bad[d] / max(total[d], 1), -bad[d], d))
+    for gw, members in groups.items():
+        if gw and gw not in leads:
+            leads.append(gw)
+    leads += [d for d, _ in partial.most_common() if d not in leads]
+    leads += [d for d, _ in bad.most_common() if d not in leads]
+    sym.leads = leads
+    for name in isolated:
+        flag(s, SCAN, s.device(name), "isolated", f"{bad[name]}/{total[name]} pairs with {name} fail",
+             strength="weak")
+    unstable = _unstable(s, rows, partial)
+    top = max(unstable.values(), default=0)
+    for name, score in unstable.items():
+        if score and score == top:
+            flag(s, SCAN, s.device(name), "partial_loss", f"{name}: intermittent (partial loss, one-way failures or "
+                 "latency far above the baseline)", family="link", strength="weak", ifname="eth0")
+
+
+def _unstable(s: Session, rows: list, partial: Counter[str]) -> dict[str, int]:
+    """Per device: pairs lossy in part, failing one way only, or far slower than the baseline."""
+    score: Counter[str] = Counter(partial)
+    status = {(r.src, r.dst): r for r in rows}
+    base = s.baseline("reachability")
+    before = {(r.src, r.dst): r for r in base.record.rows} if base else {}
+    for (src, dst), r in status.items():
+        back = status.get((dst, src))
+        if back is not None and (r.status == "ok") != (back.status == "ok"):
+            score[src] += 1
+            score[dst] += 1
+        b = before.get((src, dst))
+        if r.status == "ok" and r.rtt and b is not None and b.rtt and r.rtt > max(100 * b.rtt, 100):
+            score[src] += 1
+            score[dst] += 1
+    return dict(score)
+
+
+def _canary(s: Session, sym: Symptoms) -> None:
+    urls = s.backend.urls[:MAX_CANARY_URLS]
+    src = _user_position(s)
+    if not urls or src is None:
+        return
+    for url in urls:
+        out = s.probe("http_get", src=src.name, url=url, note="service canary")
+        if out is None:
+            continue
+        rec = out.record
+        base = s.baseline("http_get", src=src.name, url=url)
+        slow = (rec.status == "ok" and base is not None and base.record.time_total_s and rec.time_total_s
+                and rec.time_total_s > max(SLOW_FACTOR * base.record.time_total_s, SLOW_MIN_S))
+        if rec.status != "ok" or slow:
+            problem = rec.status if rec.status != "ok" else f"slow {rec.time_total_s:.2f}s"
+            sym.services.append((url, problem))
+            owner = _url_owner(s, rec)
+            if owner and owner not in sym.leads:
+                sym.leads.append(owner)
+            if rec.status == "dns_error" or (rec.time_namelookup_s or 0) > SLOW_MIN_S:
+                for dns in s.devices("dns"):
+                    if dns.name not in sym.leads:
+                        sym.leads.append(dns.name)
+            if src.name not in sym.leads:
+                sym.leads.append(src.name)
+
+
+def _user_position(s: Session) -> Device | None:
+    from faultline.netlab.snapshot import client_positions
+
+    names = client_positions(s.devices())
+    return s.device(names[0]) if names else None
+
+
+def _url_owner(s: Session, rec) -> str | None:
+    from faultline.sade.scans.common import owner_of
+
+    if rec.remote_ip:
+        d = owner_of(s, rec.remote_ip)
+        return d.name if d else None
+    return None

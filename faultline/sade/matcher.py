@@ -1,0 +1,100 @@
+"""The one matcher: every skill's fingerprints evaluated over a diagnosis's flags.
+
+A fingerprint matches a device when all of its `all` kinds (and one of its `any` kinds, when given)
+are flagged on that device, none of its `none` kinds is, and the device's role is allowed. The
+answer's devices come from the fingerprint (`self`, a flag attribute such as the other holder of a
+duplicated address, or every device flagged with some kind). Per device the highest priority wins;
+an answer whose devices are already named by a stronger answer is dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from faultline.sade.records import Flag
+from faultline.sade.skills import Fingerprint, load_skills
+
+
+@dataclass
+class Match:
+    """One fingerprint that matched: the label, the devices it names and the v2 resources."""
+
+    family: str
+    fingerprint: str
+    label: str
+    device: str
+    devices: list[str]
+    resources: list[str]
+    priority: int
+    fallback: bool = False
+    evidence: list[str] = field(default_factory=list)
+
+
+def _resource(fp: Fingerprint, device: str, flags: list[Flag]) -> str:
+    if fp.resource == "interface":
+        for f in flags:
+            if f.device == device and f.kind in fp.all and f.attrs.get("ifname"):
+                return f"interface/{device}/{f.attrs['ifname']}"
+    return f"node/{device}"
+
+
+def _devices(fp: Fingerprint, device: str, mine: list[Flag], flags: list[Flag]) -> list[str]:
+    out: list[str] = []
+    for spec in fp.devices:
+        if spec == "self":
+            names = [device]
+        elif spec.startswith("attr:"):
+            key = spec[5:]
+            names = [str(f.attrs[key]) for f in mine if f.kind in fp.all + fp.any and f.attrs.get(key)]
+        elif spec.startswith("flagged:"):
+            kind = spec[8:]
+            names = sorted({f.device for f in flags if f.kind == kind and f.device})
+        else:
+            names = []
+        out += [n for n in names if n not in out]
+    return out
+
+
+def match(flags: list[Flag], *, roles: dict[str, str], complete: set[str] = frozenset()) -> list[Match]:  # type: ignore[assignment]
+    """Every winning match over `flags`. `roles` maps device -> role; `complete` = devices scanned in every
+    phase (fallback fingerprints apply only to them)."""
+    by_device: dict[str, list[Flag]] = {}
+    for f in flags:
+        if f.device:
+            by_device.setdefault(f.device, []).append(f)
+    best: dict[str, Match] = {}
+    for skill in load_skills():
+        for fp in skill.fingerprints:
+            for device, mine in by_device.items():
+                kinds = {f.kind for f in mine}
+                if not set(fp.all) <= kinds or (fp.any and not kinds & set(fp.any)) or kinds & set(fp.none):
+                    continue
+                if fp.roles and roles.get(device) not in fp.roles:
+                    continue
+                if fp.elsewhere and not any(f.kind in fp.elsewhere for f in flags):
+                    continue
+                if fp.fallback and (device not in complete or any(f.strength == "strong" and f.family
+                                                                  for f in mine)):
+                    continue
+                devices = _devices(fp, device, mine, flags)
+                m = Match(family=skill.family, fingerprint=fp.id, label=fp.label, device=device, devices=devices,
+                          resources=[_resource(fp, device, flags)] + [f"node/{d}" for d in devices[1:]],
+                          priority=fp.priority, fallback=fp.fallback,
+                          evidence=[f.evidence for f in mine if f.kind in fp.all + fp.any])
+                if device not in best or m.priority > best[device].priority:
+                    best[device] = m
+    ranked = sorted(best.values(), key=lambda m: (-m.priority, m.device))
+    if any(not m.fallback for m in ranked):
+        ranked = [m for m in ranked if not m.fallback]
+    kept: list[Match] = []
+    named: set[str] = set()
+    for m in ranked:
+        same = next((k for k in kept if k.label == m.label and k.family == m.family and set(k.devices) & set(m.devices)), None)
+        if same is not None:
+            same.devices += [d for d in m.devices if d not in same.devices]
+            continue
+        if m.device in named:
+            continue
+        kept.append(m)
+        named.update(m.devices)
+    return kept

@@ -1,0 +1,65 @@
+"""Small helpers the scans share: address arithmetic over the device directory, flag construction."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from faultline.netlab.devices import Device
+from faultline.sade.records import Flag
+from faultline.sade.session import Session
+
+END_ROLES = frozenset({"host", "client", "server", "web", "dns", "dhcp", "lb", "backend"})
+
+
+def ipv4(addr: str) -> tuple[str, int] | None:
+    """("10.1.0.10", 24) from "10.1.0.10/24"; None for IPv6 or junk."""
+    ip, _, plen = addr.partition("/")
+    if ":" in ip or not ip:
+        return None
+    try:
+        ipaddress.IPv4Address(ip)
+    except ValueError:
+        return None
+    return ip, int(plen) if plen.isdigit() else 32
+
+
+def owner_of(s: Session, ip: str) -> Device | None:
+    """The device whose configured (directory) addresses include `ip`."""
+    for d in s.devices():
+        for a in d.addresses:
+            parsed = ipv4(a)
+            if parsed and parsed[0] == ip:
+                return d
+    return None
+
+
+def same_subnet(a: str, b: str) -> bool:
+    """Whether two "ip/len" addresses sit in the same network (by the first one's prefix length)."""
+    pa, pb = ipv4(a), ipv4(b)
+    if not pa or not pb:
+        return False
+    net = ipaddress.IPv4Network(f"{pa[0]}/{pa[1]}", strict=False)
+    return ipaddress.IPv4Address(pb[0]) in net
+
+
+def gateway_router(s: Session, dev: Device) -> Device | None:
+    """The router (or switch with routing) that shares the device's main subnet: its first hop."""
+    if not dev.addresses:
+        return None
+    for d in s.devices("router", "switch"):
+        if any(same_subnet(dev.addresses[0], a) for a in d.addresses):
+            return d
+    return None
+
+
+def is_end(dev: Device) -> bool:
+    return dev.role in END_ROLES
+
+
+def flag(s: Session, scan: str, dev: Device | None, kind: str, evidence: str, *, family: str | None = None,
+         strength: str = "strong", vs_baseline: bool = False, **attrs: Any) -> None:
+    """Raise one flag on the session."""
+    s.flag(Flag(scan=scan, phase=s.phase if s.phase in ("A", "B", "C", "D") else "initial",  # type: ignore[arg-type]
+                device=dev.name if dev else None, kind=kind, evidence=evidence[:400], family=family,
+                strength=strength, vs_baseline=vs_baseline, attrs=attrs))  # type: ignore[arg-type]

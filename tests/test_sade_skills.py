@@ -1,0 +1,91 @@
+"""The skills library and the matcher: every skill is valid, every supported label has exactly one owner,
+and fingerprints turn flags into answers the way their files say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from faultline.errors import FaultlineError
+from faultline.netlab.faults.catalogue import CATALOGUE
+from faultline.sade.matcher import match
+from faultline.sade.records import Flag
+from faultline.sade.skills import load_skills
+
+
+def _implemented() -> set[str]:
+    return {info.label for info in CATALOGUE if info.status != "unsupported"}
+
+
+def test_every_supported_label_is_owned_by_exactly_one_skill() -> None:
+    owners: dict[str, list[str]] = {}
+    for skill in load_skills():
+        for label in skill.labels:
+            owners.setdefault(label, []).append(skill.family)
+    assert set(owners) == _implemented()
+    assert {label: fams for label, fams in owners.items() if len(fams) != 1} == {}
+
+
+def test_every_skill_has_the_sections_a_person_and_a_model_need() -> None:
+    for skill in load_skills():
+        for section in ("## Failure modes", "## Leading signals", "## Probes", "## Stop and submit"):
+            assert section in skill.text, f"{skill.family}: no '{section}'"
+        assert skill.fingerprints, skill.family
+
+
+def test_a_skill_without_frontmatter_is_rejected_with_a_fix(tmp_path: Path) -> None:
+    bad = tmp_path / "odd"
+    bad.mkdir()
+    (bad / "SKILL.md").write_text("# no frontmatter\n")
+    (bad / "fingerprints.yml").write_text("family: odd\nfingerprints: []\n")
+    with pytest.raises(FaultlineError) as err:
+        load_skills(tmp_path)
+    assert "frontmatter" in err.value.message
+
+
+def _f(device: str, kind: str, **attrs) -> Flag:
+    return Flag(scan="t", phase="A", device=device, kind=kind, evidence=kind, attrs=attrs)
+
+
+ROLES = {"h1": "host", "h2": "host", "r1": "router", "sw": "switch", "dhcp": "dhcp", "web": "web", "lb": "lb"}
+
+
+def test_duplicate_address_names_both_holders() -> None:
+    [m] = match([_f("h1", "ip_duplicate", other="h2", ifname="eth0")], roles=ROLES)
+    assert (m.label, m.devices) == ("host_ip_conflict", ["h1", "h2"])
+
+
+def test_dhcp_server_evidence_outranks_the_hosts_own_symptom() -> None:
+    found = match([_f("h1", "gateway_wrong", gateway="10.0.0.254"), _f("dhcp", "dhcp_router_foreign")], roles=ROLES)
+    assert [(m.label, m.devices) for m in found] == [("dhcp_spoofed_gateway", ["dhcp", "h1"])]
+
+
+def test_same_flags_mean_different_labels_by_role() -> None:
+    for dev, label in (("web", "sender_resource_contention"), ("h1", "receiver_resource_contention"),
+                       ("lb", "load_balancer_overload")):
+        [m] = match([_f(dev, "stress_process"), _f(dev, "cpu_capped")], roles=ROLES)
+        assert m.label == label
+
+
+def test_none_rules_and_interface_resources() -> None:
+    [m] = match([_f("h1", "tc_tbf", ifname="eth0", root=True)], roles=ROLES)
+    assert (m.label, m.resources) == ("link_bandwidth_throttling", ["interface/h1/eth0"])
+    [m] = match([_f("h1", "tc_tbf", ifname="eth0"), _f("h1", "ifb_present", ifname="ifb0")], roles=ROLES)
+    assert m.label == "incast_traffic_network_limitation"
+
+
+def test_fallback_only_when_the_device_is_complete_and_nothing_else_matches() -> None:
+    flags = [Flag(scan="t", phase="initial", device="h1", kind="partial_loss", evidence="x", family="link",
+                  strength="weak", attrs={"ifname": "eth0"})]
+    assert match(flags, roles=ROLES) == []
+    [m] = match(flags, roles=ROLES, complete={"h1"})
+    assert m.label == "link_flap"
+    assert [x.label for x in match(flags + [_f("h2", "acl_icmp")], roles=ROLES, complete={"h1"})] == ["icmp_acl_block"]
+
+
+def test_host_crash_needs_the_switch_side_evidence() -> None:
+    flags = [_f("h1", "iface_no_carrier", ifname="eth0"), _f("h1", "isolated")]
+    assert match(flags, roles=ROLES) == []
+    [m] = match(flags + [_f("sw", "switch_port_down", ifname="eth3")], roles=ROLES)
+    assert (m.label, m.devices) == ("host_crash", ["h1"])
