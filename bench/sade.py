@@ -5,9 +5,10 @@ For each corpus folder (default: the sample backlog and history; add a freshly g
 (healthy controls included), localization F1, RCA F1 (exact labels), NIKA v2 joint F1, no-submission
 rate, median and p90 probe calls (device-level probes asked of the network; the reachability sweep counts
 as one), median seconds per incident on the snapshot backend — overall and per size — and every incident
-the gated policy got wrong, with what it answered instead.
+the gated policy got wrong, with what it answered instead. `--no-baseline` hides the recorded healthy
+baselines (the situation on a live network or an MCP server).
 
-    .venv/bin/python bench/sade.py [--corpus DIR ...] [--json]
+    .venv/bin/python bench/sade.py [--corpus DIR ...] [--no-baseline] [--json]
 """
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
-def run(corpus: Path) -> dict[str, Any]:
+def run(corpus: Path, baseline: bool = True) -> dict[str, Any]:
     per_method: dict[str, Any] = {}
     misses = []
     for method in METHODS:
-        evaluated = list(evaluate_corpus(corpus, method=method))
+        evaluated = list(evaluate_corpus(corpus, method=method, baseline=baseline))
         scores = [e.score for e in evaluated]
         probes = [e.diagnosis.probe_calls for e in evaluated]
         seconds = [e.diagnosis.elapsed_s for e in evaluated]
@@ -60,22 +61,24 @@ def run(corpus: Path) -> dict[str, Any]:
                                    "answered": sub.v1.root_cause_name if sub else None,
                                    "devices": sub.v1.faulty_devices if sub else None,
                                    "rca_f1": e.score.rca.f1, "loc_f1": e.score.localization.f1})
-    return {"corpus": str(corpus), "n": len(scores), "methods": per_method, "sade_misses": misses}
+    return {"corpus": str(corpus), "baseline": baseline, "n": len(scores), "methods": per_method, "sade_misses": misses}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", action="append", type=Path,
                         help="corpus folder (repeatable); default data/sample/backlog and data/sample/history")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="diagnose without the recorded healthy baselines (as on a live network)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     corpora = args.corpus or [REPO / "data/sample/backlog", REPO / "data/sample/history"]
-    report = [run(c) for c in corpora]
+    report = [run(c, baseline=not args.no_baseline) for c in corpora]
     if args.json:
         print(json.dumps(report, indent=2, default=str))
         return
     for r in report:
-        print(f"\n== {r['corpus']} ({r['n']} incidents)")
+        print(f"\n== {r['corpus']} ({r['n']} incidents{'' if r['baseline'] else ', no baseline'})")
         print(f"{'method':7} {'size':5} {'n':>4} {'detect':>7} {'loc F1':>7} {'RCA F1':>7} {'v2 F1':>7} "
               f"{'no-sub':>7} {'med probes':>10}")
         for method, m in r["methods"].items():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 from pydantic_settings import (
@@ -86,6 +86,44 @@ class Settings(BaseSettings):
     lab_dir: Path = Field(
         Path("var/lab"),
         description="Run dir of the network lab: state file, FRR configs, pid files, sockets, logs.",
+    )
+
+    # --- LLM gateway and ASTRA agents (faultline/llm, faultline/astra/prefetch.py, agents/) ---
+    llm_retries: int = Field(
+        3, ge=0, description="Extra attempts after the first when a model call fails in transport or "
+        "returns invalid JSON (the model is re-asked with the validation error)."
+    )
+    llm_backoff_s: float = Field(
+        2.0, ge=0.0, description="First wait before retrying a failed model call; doubles per attempt."
+    )
+    llm_timeout_s: float = Field(120.0, gt=0.0, description="Timeout of one model call in seconds.")
+    llm_temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature sent to the model.")
+    astra_prefetch_candidates: int = Field(
+        80, ge=1, description="Resolved tickets the ASTRA pre-fetch takes from hybrid search before reranking."
+    )
+    astra_rerank_batch: int = Field(20, ge=1, description="Candidates reranked together in one batch.")
+    astra_rerank_keep: int = Field(5, ge=1, description="Candidates kept from each rerank batch.")
+    astra_similar_k: int = Field(5, ge=1, description="Similar tickets the pre-fetch finally keeps.")
+    astra_history_cutoff: Literal["resolved", "created"] = Field(
+        "resolved", description="Which history the pre-fetch may use: tickets resolved before the incident was "
+        "opened (ASTRA's rule) or tickets created before it (the main job's retrieval rule)."
+    )
+    astra_similar_min_score: float = Field(
+        0.2, ge=0.0, le=1.0, description="Rerank score (0-1) a similar ticket needs to be kept."
+    )
+    docs_mcp_url: str = Field(
+        "", description="URL of a docs MCP server (streamable HTTP) for the DomainKnowledgeAgent; empty "
+        "spawns `faultline mcp docs` over stdio."
+    )
+
+    # --- SADE network diagnosis (faultline/sade; llm policy in faultline/sade/llm_policy.py) ---
+    sade_llm_model: str = Field(
+        "", description="litellm model string the SADE `llm` policy uses when --model is not given "
+        "(empty: --model is required)."
+    )
+    sade_max_turns: int = Field(
+        20, ge=1, description="Turn budget of the SADE `llm` policy (one model decision per turn; refused "
+        "actions count); a single reminder is given at half the budget."
     )
 
     @classmethod

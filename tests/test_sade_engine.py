@@ -37,7 +37,6 @@ CASES = [
     ("history/sample-history-040", "resource-contention"),  # sender application delay
     ("history/sample-history-043", "healthy"),
     ("backlog/sample-backlog-052", "healthy"),
-    ("backlog/sample-backlog-044", "multi"),  # bgp_acl_block + host_missing_ip
     ("backlog/sample-backlog-046", "multi"),  # icmp_acl_block + host_incorrect_gateway
 ]
 
@@ -59,23 +58,35 @@ def test_recorded_incident_is_diagnosed_like_its_truth(case: str, family: str) -
     assert sorted(v1.faulty_devices) == devices
     if family not in ("healthy", "multi"):
         assert diag.submission.families == [family]
-    # both NIKA forms agree: every v2 pair names a submitted label and a submitted device
-    for rc in diag.submission.v2.root_causes:
-        assert rc.fault_type in v1.root_cause_name
-        assert rc.resource_id.split("/")[1] in v1.faulty_devices
+    # the v2 form: (resource, fault type) pairs exactly as the ground truth's
+    truth_v2 = json.loads((folder / "ground_truth.json").read_text())["v2"]
+    assert sorted((rc.resource_id, rc.fault_type) for rc in diag.submission.v2.root_causes) == \
+        sorted((rc["resource_id"], rc["fault_type"]) for rc in truth_v2)
 
 
-def test_phases_run_in_order_per_device_and_the_initial_scan_comes_first() -> None:
-    folder = SAMPLE / "history/sample-history-038"
+def test_symptom_first_goes_straight_to_the_owning_skill_and_stops_at_the_fingerprint() -> None:
+    folder = SAMPLE / "history/sample-history-020"  # host_incorrect_ip: one host isolated
     diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
     assert diag.steps[0].tool == "reachability" and diag.steps[0].phase == "initial"
+    assert [(s.tool, s.args.get("dev")) for s in diag.steps[1:]] == [("ip_addr", "host_2")]
+    assert "skill host-ip" in diag.steps[1].note and diag.steps[1].flags == ["ip_wrong"]
+
+
+def test_no_symptom_means_the_deep_scan_runs_bottom_up_across_devices() -> None:
+    folder = SAMPLE / "history/sample-history-009"  # dhcp_service_down: reachability is clean
+    diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
     order = {"initial": 0, "A": 1, "B": 2, "C": 3, "D": 4}
-    last: dict[str, int] = {}
-    for step in diag.steps[1:]:
-        dev = step.args.get("dev") or step.args.get("src")
-        assert order[step.phase] >= last.get(dev, 0), f"{dev}: phase {step.phase} after a later phase"
-        last[dev] = order[step.phase]
-    assert any("ospf_no_network" in step.flags for step in diag.steps)
+    phases = [order[s.phase] for s in diag.steps]
+    assert phases == sorted(phases)  # every device's A before any B, and so on
+    assert diag.submission is not None and diag.submission.v1.root_cause_name == ["dhcp_service_down"]
+
+
+def test_without_a_baseline_the_asn_change_is_seen_through_a_peer() -> None:
+    folder = SAMPLE / "history/sample-history-004"  # bgp_asn_misconfig on router1
+    diag = diagnose(snapshot_backend(folder / "snapshot.json.gz", use_baseline=False), incident_id="x")
+    assert diag.submission.v1.root_cause_name == ["bgp_asn_misconfig"]  # type: ignore[union-attr]
+    flag = next(f for f in diag.flags if f.kind == "bgp_as_changed")
+    assert not flag.vs_baseline and "remote-as" in flag.evidence
 
 
 def test_healthy_is_answered_only_after_every_phase_ran_on_every_device() -> None:

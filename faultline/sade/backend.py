@@ -62,12 +62,15 @@ class Backend:
         return self._baseline_cache[key]
 
 
-def snapshot_backend(snapshot_file: Path, baseline_file: Path | None = None) -> Backend:
-    """A backend answering from a recorded incident snapshot (and its baseline, when given or found beside it)."""
+def snapshot_backend(snapshot_file: Path, baseline_file: Path | None = None, *, use_baseline: bool = True) -> Backend:
+    """A backend answering from a recorded incident snapshot, with its healthy baseline when given or found
+    beside it (`use_baseline=False`: diagnose as if no baseline existed, like a live network)."""
     from faultline.netlab import snapshot as snap
 
     incident = snap.load(snapshot_file)
-    if baseline_file is None:
+    if not use_baseline:
+        baseline_file = None
+    elif baseline_file is None:
         candidate = snapshot_file.with_name("baseline.json.gz")
         baseline_file = candidate if candidate.is_file() and candidate != snapshot_file else None
     base = snap.load(baseline_file).context() if baseline_file else None

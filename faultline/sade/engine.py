@@ -15,6 +15,16 @@ class NoSubmission(Exception):
     """Raised by a policy that ends without an answer (e.g. out of turns): recorded as status no_submission."""
 
 
+def v2_fault_type(label: str) -> str:
+    """NIKA v2's failure id for a v1 label (the same name, or v2's nearest id where v1 has a label v2 lacks)."""
+    from faultline.netlab.faults.registry import fault_class
+
+    try:
+        return fault_class(label).fault_type
+    except (KeyError, ValueError):
+        return label
+
+
 def build_submission(matches: list[Match]) -> Submission:
     """Both NIKA forms from the matches; no match = not anomalous."""
     devices: list[str] = []
@@ -25,7 +35,7 @@ def build_submission(matches: list[Match]) -> Submission:
         if m.label not in labels:
             labels.append(m.label)
         for resource in m.resources:
-            cause = RootCause(resource_id=resource, fault_type=m.label)
+            cause = RootCause(resource_id=resource, fault_type=v2_fault_type(m.label))
             if cause not in causes:
                 causes.append(cause)
     anomalous = bool(matches)

@@ -41,12 +41,12 @@ def incident_dirs(corpus: Path) -> list[Path]:
     return out
 
 
-def evaluate_folder(folder: Path, *, method: str = "sade") -> Evaluated:
+def evaluate_folder(folder: Path, *, method: str = "sade", baseline: bool = True) -> Evaluated:
     """Diagnose one recorded incident from its snapshot (and baseline) and score it against its truth."""
     info = json.loads((folder / "incident.json").read_text())
     truth = truth_from_json(info["incident_id"], json.loads((folder / "ground_truth.json").read_text()),
                             scenario=info.get("scenario"), size=info.get("size"))
-    backend = snapshot_backend(folder / "snapshot.json.gz")
+    backend = snapshot_backend(folder / "snapshot.json.gz", use_baseline=baseline)
     diag = diagnose(backend, incident_id=info["incident_id"], method=method)
     sub = diag.submission
     family = skill_of_label(truth.labels[0]) if truth.labels else "healthy"
@@ -54,7 +54,8 @@ def evaluate_folder(folder: Path, *, method: str = "sade") -> Evaluated:
     return Evaluated(diagnosis=diag, score=score)
 
 
-def evaluate_corpus(corpus: Path, *, method: str = "sade", limit: int | None = None) -> Iterator[Evaluated]:
+def evaluate_corpus(corpus: Path, *, method: str = "sade", limit: int | None = None,
+                    baseline: bool = True) -> Iterator[Evaluated]:
     """Every valid incident of the corpus, one at a time (a broken incident yields an error diagnosis)."""
     for folder in incident_dirs(corpus)[:limit]:
-        yield evaluate_folder(folder, method=method)
+        yield evaluate_folder(folder, method=method, baseline=baseline)

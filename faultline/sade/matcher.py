@@ -31,10 +31,13 @@ class Match:
 
 
 def _resource(fp: Fingerprint, device: str, flags: list[Flag]) -> str:
+    """NIKA v2 resource id of the answer's first device: node/<d>, or interface/<d>/<if> from the evidence."""
     if fp.resource == "interface":
-        for f in flags:
-            if f.device == device and f.kind in fp.all and f.attrs.get("ifname"):
-                return f"interface/{device}/{f.attrs['ifname']}"
+        for kind in fp.all + fp.any:
+            for f in flags:
+                if f.device == device and f.kind == kind and f.attrs.get("ifname"):
+                    return f"interface/{device}/{f.attrs['ifname']}"
+        return f"interface/{device}/eth0"  # an end device's one interface
     return f"node/{device}"
 
 
@@ -78,7 +81,7 @@ def match(flags: list[Flag], *, roles: dict[str, str], complete: set[str] = froz
                     continue
                 devices = _devices(fp, device, mine, flags)
                 m = Match(family=skill.family, fingerprint=fp.id, label=fp.label, device=device, devices=devices,
-                          resources=[_resource(fp, device, flags)] + [f"node/{d}" for d in devices[1:]],
+                          resources=[_resource(fp, device, flags)],
                           priority=fp.priority, fallback=fp.fallback,
                           evidence=[f.evidence for f in mine if f.kind in fp.all + fp.any])
                 if device not in best or m.priority > best[device].priority:

@@ -1,114 +1,162 @@
-"""SADE's deterministic policy (paper, Appendix B) and the flat baseline it is measured against.
+"""SADE's deterministic policy (the paper's Algorithm 1) and the flat baseline it is measured against.
 
-Deterministic: Step 1 initial scan → if there is a symptom, follow the leads one device at a time
-through phases A → B → C → D, matching fingerprints after every phase and stopping as soon as the
-matches explain every lead (stop-and-submit); with no symptom, or leads exhausted without a match, a
-bottom-up broad sweep (A on every device, then B, C, D), matching after each phase. Healthy only
-after the whole sweep is clean. Flat: every scan on every device, then one match.
+Deterministic: Step 1 initial scan → lead symptoms (`index.classify`). With none, Step 2: the deep
+scan, bottom-up — phase A on every device, then B, C, D — matching fingerprints after each phase;
+nothing matched after D = healthy. With symptoms, for each unresolved lead symptom (Step 3) the index
+gives the skill families to try; each skill runs its own probes on the devices they name (Step 4),
+the matcher runs after every new observation, and the answer is submitted as soon as the matches
+explain every lead symptom (stop-and-submit). A flag another family owns the evidence for redirects
+to that family first (the index's rules). Leads that match nothing fall back to the deep scan.
+Flat: the initial scan, every check on every device, one match at the end.
 """
 
 from __future__ import annotations
 
-from faultline.sade.initial import Symptoms, initial_scan
+from faultline.sade.index import LeadSymptom, classify, families_for, redirects, targets
+from faultline.sade.initial import initial_scan
 from faultline.sade.matcher import Match, match
-from faultline.sade.scans import PHASE_CHECKS, PHASE_SCANS
+from faultline.sade.scans import CHECKS_BY_NAME, PHASE_SCANS
 from faultline.sade.session import Session
+from faultline.sade.skills import skill
 
 PHASES = ("A", "B", "C", "D")
-MAX_LEADS = 4
 INFRA_ROLES = {"router", "switch"}
 SERVICE_ROLES = {"dns", "dhcp", "lb", "web"}
+SERVICE_KINDS = ("service_failure", "service_slow")
 
 
 def _roles(s: Session) -> dict[str, str]:
     return {d.name: d.role for d in s.devices()}
 
 
-def explains(matches: list[Match], sym: Symptoms, s: Session, complete: set[str]) -> bool:
-    """Do the matches account for every lead device the initial scan isolated and every failing service?"""
-    if not matches or all(m.fallback for m in matches):
-        return False  # a residual explanation waits until every lead and the sweep found nothing stronger
+def explains(matches: list[Match], leads: list[LeadSymptom], s: Session, tried: set[str]) -> bool:
+    """Do the (non-residual) matches account for every lead symptom, with the server-side checks done?"""
+    real = [m for m in matches if not m.fallback]
+    if not real:
+        return False
     roles = _roles(s)
-    named = {d for m in matches for d in m.devices}
-    upstream = any(roles.get(m.device) in INFRA_ROLES for m in matches)
-    service = any(roles.get(m.device) in SERVICE_ROLES or m.family in ("dns", "dhcp") for m in matches)
-    isolated = {f.device for f in s.flags if f.kind == "isolated"}
-    if not upstream and any(d not in named for d in isolated):
-        return False
-    if sym.services and not (service or upstream or named & set(sym.leads)):
-        return False
-    # a DHCP client's wrong or missing settings may come from the server: check it before answering
-    if any(f.attrs.get("dhcp_client") for f in s.flags if f.device in named):
-        if any(d.name not in complete for d in s.devices("dhcp")):
+    named = {d for m in real for d in m.devices}
+    upstream = any(roles.get(m.device) in INFRA_ROLES for m in real)
+    service = any(roles.get(m.device) in SERVICE_ROLES or m.family in ("dns", "dhcp") for m in real)
+    routers = {m.device for m in real if roles.get(m.device) in INFRA_ROLES}
+    for lead in leads:
+        if lead.kind in SERVICE_KINDS:
+            if not (service or upstream or lead.lead in named):
+                return False
+        elif lead.lead in named or set(lead.peers) & named:
+            continue
+        elif lead.kind == "host_isolated":
+            # an upstream fault explains an isolated host when the host, or every peer it fails with, is
+            # behind the faulty router
+            behind = _behind(s, routers)
+            if lead.lead not in behind and not (lead.peers and set(lead.peers) <= behind):
+                return False
+        elif not upstream:
             return False
+    # a DHCP client's wrong or missing settings may come from the server: the dhcp skill must have looked
+    if "dhcp" not in tried and any(f.attrs.get("dhcp_client") for f in s.flags if f.device in named):
+        return False
     return True
 
 
+def _behind(s: Session, routers: set[str]) -> set[str]:
+    from faultline.sade.scans.common import gateway_router, is_end
+
+    return {d.name for d in s.devices() if is_end(d) and (g := gateway_router(s, d)) and g.name in routers}
+
+
+def _applies(s: Session, family: str) -> bool:
+    """SADE's phase-B rule: the OSPF skill on OSPF networks, the BGP skill on BGP networks (once a router's
+    configuration has been seen; before that, both apply)."""
+    if family not in ("ospf", "bgp"):
+        return True
+    configs = [st for st in s.steps if st.tool == "vtysh_show" and st.args.get("command") == "show running-config"]
+    if not configs:
+        return True
+    keyword = "router ospf" if family == "ospf" else "router bgp"
+    return any(keyword in (out.raw if (out := s.seen("vtysh_show", **st.args)) else "") for st in configs)
+
+
+def _run(s: Session, check: str, device: str, note: str) -> bool:
+    """Run one named check on one device; whether it asked the network anything new."""
+    phase, func = CHECKS_BY_NAME[check]
+    s.phase = phase
+    before = s.probe_calls
+    func(s, s.device(device))
+    if s.probe_calls > before:
+        for step in s.steps[before - s.probe_calls:]:
+            step.note = f"{note}: {check}" if not step.note else f"{note}: {step.note}"
+    return s.probe_calls > before
+
+
+FAR_TARGETS = {"routers", "clients", "senders"}
+
+
+def _skill_search(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles: dict[str, str],
+                  tried: set[str]) -> list[Match]:
+    """Try the lead's families in index order (with redirections); the matches once they explain the leads.
+
+    Near evidence first: a first pass runs every family's probes on the lead and the devices next to it
+    (its gateway, peers, LAN, the service servers); only then a second pass fans out to far targets
+    (every router, every client).
+    """
+    touched: set[str] = {lead.lead}
+    for far in (False, True):
+        queue, started = families_for(lead.kind), set()
+        while queue:
+            family = queue.pop(0)
+            if family in started:
+                continue
+            started.add(family)
+            if not _applies(s, family):
+                continue
+            for probe in skill(family).probes:
+                if (probe.on in FAR_TARGETS) != far:
+                    continue
+                for device in targets(s, probe.on, lead):
+                    touched.add(device)
+                    if _run(s, probe.check, device, f"{lead.kind} {lead.lead} -> skill {family}"):
+                        found = match(s.flags, roles=roles)
+                        if explains(found, leads, s, tried):
+                            return found
+            if far or not any(p.on in FAR_TARGETS for p in skill(family).probes):
+                tried.add(family)  # every probe of the skill has looked: its absence of evidence now counts
+            found = match(s.flags, roles=roles)
+            if explains(found, leads, s, tried):
+                return found
+            queue = [f for f in redirects(s, touched) if f not in started] + queue
+    return match(s.flags, roles=roles, complete={lead.lead})
+
+
 def deterministic(s: Session) -> list[Match]:
-    """Phase-gated escalation with stop-and-submit; the matches to submit (empty = healthy)."""
+    """Algorithm 1 with stop-and-submit; the matches to submit (empty = healthy)."""
     roles = _roles(s)
     sym = initial_scan(s)
-    complete: set[str] = set()
-    if sym.any:
-        leads, done = list(sym.leads), 0
-        while leads and done < MAX_LEADS:
-            lead = leads.pop(0)
-            if lead in complete:
-                continue
-            done += 1
-            dev = s.device(lead)
-            for phase in PHASES:
-                s.phase = phase
-                for check in PHASE_CHECKS[phase]:
-                    before = s.probe_calls
-                    check(s, dev)
-                    if s.probe_calls == before:
-                        continue  # nothing new was seen
-                    found = match(s.flags, roles=roles, complete=complete)
-                    if explains(found, sym, s, complete):
-                        return found
-            complete.add(lead)
-            _follow(s, lead, leads, complete)
-            found = match(s.flags, roles=roles, complete=complete)
-            if explains(found, sym, s, complete):
-                return found
-        found = match(s.flags, roles=roles, complete=complete)
-        if found and not all(m.fallback for m in found):
-            return found
-    return _sweep(s, roles, complete)
+    leads = classify(s, sym)
+    tried: set[str] = set()
+    found: list[Match] = []
+    for lead in leads:
+        if found and explains(found, leads, s, tried):
+            break
+        found = _skill_search(s, lead, leads, roles, tried)
+    if any(not m.fallback for m in found):
+        return found
+    swept = _sweep(s, roles)  # nothing but a residual explanation: look everywhere before settling for it
+    return swept if any(not m.fallback for m in swept) else found or swept
 
 
-def _follow(s: Session, lead: str, leads: list[str], complete: set[str]) -> None:
-    """Flags on a finished lead that point elsewhere put that device next (DHCP server, first-hop router)."""
-    mine = [f for f in s.flags if f.device == lead]
-    nxt: list[str] = []
-    if any(f.attrs.get("dhcp_client") for f in mine):
-        nxt += [d.name for d in s.devices("dhcp")]
-    if any(f.kind in ("iface_no_carrier", "arp_unresolved", "gateway_wrong") for f in mine):
-        from faultline.sade.scans.common import gateway_router
-
-        gw = gateway_router(s, s.device(lead))
-        if gw:
-            nxt.append(gw.name)
-    for name in reversed(nxt):
-        if name not in complete:
-            if name in leads:
-                leads.remove(name)
-            leads.insert(0, name)
-
-
-def _sweep(s: Session, roles: dict[str, str], complete: set[str]) -> list[Match]:
+def _sweep(s: Session, roles: dict[str, str]) -> list[Match]:
+    """Step 2, the deep scan: each phase on every device, bottom-up, matching after each phase."""
     for phase in PHASES:
         s.phase = phase
         for dev in s.devices():
             PHASE_SCANS[phase](s, dev)
-        found = [m for m in match(s.flags, roles=roles, complete=complete) if not m.fallback]
+        found = [m for m in match(s.flags, roles=roles) if not m.fallback]
         named = {d for m in found for d in m.devices}
         waits_for_server = phase != "D" and any(f.attrs.get("dhcp_client") for f in s.flags if f.device in named)
         if found and not waits_for_server:
             return found
-    complete.update(roles)
-    return match(s.flags, roles=roles, complete=complete)
+    return match(s.flags, roles=roles, complete=set(roles))
 
 
 def flat(s: Session) -> list[Match]:

@@ -13,7 +13,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from faultline.errors import FaultlineError
 
-SKILLS_DIR = Path(__file__).resolve().parents[2] / "prompts" / "skills"
+def _skills_dir() -> Path:
+    from faultline.llm.prompts import prompts_dir
+
+    return prompts_dir() / "skills"
+
+
+SKILLS_DIR = _skills_dir()  # the checkout's prompts/skills, or the copy bundled in a wheel
 
 
 class Fingerprint(BaseModel):
@@ -34,6 +40,15 @@ class Fingerprint(BaseModel):
     fallback: bool = False  # only once the device has been through every phase with nothing stronger
 
 
+class SkillProbe(BaseModel):
+    """One probe a skill runs: a named check (faultline.sade.scans.CHECKS_BY_NAME) on some devices."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    check: str
+    on: str  # lead | gateway | peers | senders | routers | lan | clients | a role (dhcp, dns, lb, web)
+
+
 class Skill(BaseModel):
     """One family: its SKILL.md text (with a content hash) and its fingerprints."""
 
@@ -44,6 +59,7 @@ class Skill(BaseModel):
     text: str
     sha256: str
     fingerprints: list[Fingerprint]
+    probes: list[SkillProbe] = Field(default_factory=list)
 
     @property
     def labels(self) -> list[str]:
@@ -79,8 +95,17 @@ def load_skills(folder: Path = SKILLS_DIR) -> tuple[Skill, ...]:
                                  fix=f"set name: {skill_dir.name} and family: {skill_dir.name}")
         skills.append(Skill(family=skill_dir.name, description=str(meta["description"]), text=text,
                             sha256=hashlib.sha256(text.encode() + fp_file.read_bytes()).hexdigest(),
-                            fingerprints=[Fingerprint.model_validate(f) for f in data.get("fingerprints", [])]))
+                            fingerprints=[Fingerprint.model_validate(f) for f in data.get("fingerprints", [])],
+                            probes=[SkillProbe.model_validate(p) for p in data.get("probes", [])]))
     return tuple(skills)
+
+
+def skill(family: str) -> Skill:
+    """The skill of one family; a clear error for an unknown one."""
+    for candidate in load_skills():
+        if candidate.family == family:
+            return candidate
+    raise FaultlineError(f"no skill '{family}'", fix=f"one of: {', '.join(s.family for s in load_skills())}")
 
 
 def skill_of_label(label: str) -> str | None:

@@ -13,3 +13,14 @@ PHASE_SCANS = {"A": l2_scan, "B": control_scan, "C": host_scan, "D": service_sca
 PHASE_CHECKS = {"A": l2.CHECKS, "B": control.CHECKS, "C": host.CHECKS, "D": service.CHECKS}
 
 __all__ = ["PHASE_CHECKS", "PHASE_SCANS", "control_scan", "host_scan", "l2_scan", "service_scan"]
+
+# every check by name (the names skills use in their `probes:`), with the phase it belongs to
+CHECKS_BY_NAME = {
+    "interfaces": ("A", l2._interfaces), "filters": ("A", l2._filters), "neighbours": ("A", l2._neighbours),
+    "frr_config": ("B", control._frr), "qdiscs": ("B", control._qdiscs),
+    "kernel_routes": ("B", control._kernel_blackholes),
+    "default_route": ("C", host._default_route), "resolver": ("C", host._resolver), "dhcp_lease": ("C", host._dhcp),
+    "processes": ("D", service._processes), "dns_records": ("D", service._dns_records),
+    "dhcp_config": ("D", service._dhcp_config), "web_config": ("D", service._web_config),
+    "cpu_cap": ("D", service._cpu_cap),
+}

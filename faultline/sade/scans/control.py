@@ -72,6 +72,8 @@ def _frr(s: Session, dev: Device) -> None:
         if gone:
             flag(s, SCAN_FRR, dev, "bgp_network_removed", "network statements gone: " + ", ".join(gone),
                  family="bgp", vs_baseline=True, prefixes=gone)
+    if now["bgp_as"] and base is None:
+        _peer_as_check(s, dev, now["bgp_as"])
     if now["bgp_as"] and not now["bgp_networks"] and not base:
         flag(s, SCAN_FRR, dev, "bgp_network_removed", f"router bgp {now['bgp_as']} announces no network",
              family="bgp", prefixes=[])
@@ -91,6 +93,31 @@ def _frr(s: Session, dev: Device) -> None:
         if now["ospf_networks"] and areas_now != areas_before:
             flag(s, SCAN_FRR, dev, "ospf_area_changed", f"OSPF areas {sorted(areas_now)} (baseline "
                  f"{sorted(areas_before)})", family="ospf", vs_baseline=True, areas=sorted(areas_now - areas_before))
+
+
+_NEIGHBOR_AS = re.compile(r"^\s*neighbor (\S+) remote-as (\S+)", re.M)
+
+
+def _peer_as_check(s: Session, dev: Device, local_as: str) -> None:
+    """Without a baseline: ask one BGP peer which AS it expects this router to have (one probe)."""
+    out = s.seen("vtysh_show", dev=dev.name, command="show running-config")
+    if out is None:
+        return
+    mine = {p[0] for a in dev.addresses if (p := ipv4(a))}
+    from faultline.sade.scans.common import owner_of
+
+    for peer_ip, _ in _NEIGHBOR_AS.findall(out.raw):
+        peer = owner_of(s, peer_ip)
+        if peer is None or peer.role != "router":
+            continue
+        cfg = s.probe("vtysh_show", dev=peer.name, command="show running-config", note="peer's view of our AS")
+        if cfg is None:
+            return
+        for ip, expected in _NEIGHBOR_AS.findall(cfg.raw):
+            if ip in mine and expected not in (local_as, "internal", "external"):
+                flag(s, SCAN_FRR, dev, "bgp_as_changed", f"router bgp {local_as}, but {peer.name} has neighbor {ip} "
+                     f"remote-as {expected}", family="bgp", peer=peer.name)
+        return
 
 
 def _lo_foreign(s: Session, dev: Device, prefix: str) -> bool:

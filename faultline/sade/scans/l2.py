@@ -63,7 +63,7 @@ def _interfaces(s: Session, dev: Device) -> None:
         expected = {ipv4(a)[0] for a in dev.addresses if ipv4(a)}  # type: ignore[index]
         for addr in now["lo"].addresses:
             p = ipv4(addr)
-            if p and p[0] not in expected and p[1] < 32:
+            if p and p[0] not in expected and p[1] < 32 and not p[0].startswith("127."):
                 flag(s, SCAN, dev, "lo_foreign_prefix", f"lo: inet {addr} (not in the device's addressing)",
                      family="bgp", prefix=addr)
 
@@ -160,7 +160,9 @@ def _filters(s: Session, dev: Device) -> None:
         verdict = (rule.verdict or "").split(" ")[0]
         if verdict in ("drop", "reject"):
             kind = classify_rule(rule.family, rule.matches)
-            flag(s, SCAN, dev, kind, where, family="tc" if kind == "random_drop" else "acl", chain=rule.chain)
+            oif = next((m.split("==")[1].strip() for m in rule.matches if m.startswith("meta oifname ==")), None)
+            flag(s, SCAN, dev, kind, where, family="tc" if kind == "random_drop" else "acl", chain=rule.chain,
+                 **({"ifname": oif} if oif else {}))
         elif verdict in ("", "queue") and rule.matches:
             flag(s, SCAN, dev, "traffic_diverted", where + " (packets handed to a user-space queue)",
                  family="resource", matches=rule.matches)

@@ -1,0 +1,160 @@
+"""LogAgent: the device-log evidence for an incident, as findings that quote log lines verbatim.
+
+It runs the log pipeline (five-level filter with Level-5 keywords from the ticket and the
+pre-fetched tickets, noise suppression, DRAIN3 templates, capped excerpt; stored in
+`log_excerpts` for the task's round), then analyses the excerpt:
+
+* deterministic (default): the taxonomy's log signals score labels; the key lines are the matched
+  lines, then fault lines sharing the most ticket words; the causal chain is those lines in time order;
+* LLM: the excerpt and the taxonomy go to the model (prompt ``astra/log_agent``); quotes that are
+  not lines of the excerpt, and labels outside the taxonomy, are dropped.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from faultline.astra.agents.base import AgentDeps, cap
+from faultline.astra.records import AgentOutput, AgentTask, Finding
+from faultline.astra.taxonomy import best_label, match_lines, taxonomy
+
+KEY_LINES = 8
+LLM_EXCERPT_CHARS = 12_000
+
+
+class _LLMFinding(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    aspect: Literal["symptom", "cause", "context"] = "symptom"
+    quotes: list[str] = Field(default_factory=list)
+
+
+class LogAnalysis(BaseModel):
+    """What the LLM log analyst must return."""
+
+    model_config = ConfigDict(extra="forbid")
+    findings: list[_LLMFinding]
+    causal_chain: list[str] = Field(default_factory=list)
+    category: str | None = None
+    label: str | None = None
+    devices: list[str] = Field(default_factory=list)
+
+
+def _shared_terms(text: str, terms: tuple[str, ...]) -> int:
+    low = text.lower()
+    return sum(term.lower() in low for term in terms)
+
+
+class LogAgent:
+    """See the module docstring. ``deps.model`` None = deterministic."""
+
+    name = "log"
+
+    def __init__(self, deps: AgentDeps) -> None:
+        self.deps = deps
+
+    def _excerpt(self, task: AgentTask):  # -> LogExcerpt | None
+        from faultline.logs.pipeline import build_excerpt, lines_for_incident
+        from faultline.logs.store import write_excerpt
+
+        cursor = self.deps.conn.cursor()
+        try:
+            lines = lines_for_incident(cursor, task.incident.incident_id)
+            if lines.height == 0:
+                return None
+            ticket = "\n".join(p for p in (task.incident.title, task.incident.description,
+                                           task.query if task.query != task.incident.title else "") if p)
+            similar = [f"{s.title}\n{s.resolution_trail or ''}" for s in task.prefetched]
+            excerpt = build_excerpt(lines, settings=self.deps.settings, ticket_text=ticket, similar_texts=similar,
+                                    incident_id=task.incident.incident_id, round=task.round)
+            write_excerpt(cursor, excerpt)
+            return excerpt
+        finally:
+            cursor.close()
+
+    def run(self, task: AgentTask) -> AgentOutput:
+        started = time.perf_counter()
+        excerpt = self._excerpt(task)
+        if excerpt is None:
+            return AgentOutput(agent="log", round=task.round, query=task.query,
+                               text="No device logs were ingested for this incident, so the logs say nothing.",
+                               data={"input_lines": 0}, elapsed_s=time.perf_counter() - started)
+        output = self._llm(task, excerpt) if self.deps.model else self._deterministic(task, excerpt)
+        output.elapsed_s = time.perf_counter() - started
+        return output
+
+    def _deterministic(self, task: AgentTask, excerpt) -> AgentOutput:
+        lines = [line for line in excerpt.lines if line.annotation is None]
+        scores, matches = match_lines(line.text for line in lines)
+        label = best_label(scores)
+        info = taxonomy().get(label) if label else None
+        by_text = {line.text: line for line in lines}
+        chosen: list = []
+        for match in sorted(matches, key=lambda m: (-(m.label == label), -m.weight)):
+            if match.line not in [c.text for c in chosen]:
+                chosen.append(by_text[match.line])
+        faults = [line for line in lines if {"L1", "L2", "L3", "L4"} & set(line.levels) and line not in chosen]
+        faults.sort(key=lambda line: -_shared_terms(line.text, excerpt.ticket_terms))
+        key = (chosen + faults)[:KEY_LINES]
+        cause_lines = {m.line for m in matches if m.label == label}
+        findings = [Finding(text=f"{line.host or 'a device'} logged ({line.severity or 'no severity'}"
+                                 f"{', ' + line.component if line.component else ''}): {line.text.strip()}",
+                            aspect="cause" if line.text in cause_lines else "symptom", quotes=[line.text])
+                    for line in key]
+        ordered = sorted(key, key=lambda line: (line.ts is None, line.ts or 0, line.source_file, line.line_no))
+        chain = [f"{line.host or '?'}: {cap(line.text.strip(), 160)}" for line in ordered]
+        devices = sorted({line.host for line in key if line.host and line.text in cause_lines}) or \
+            sorted({line.host for line in key if line.host})
+        hosts = sorted({line.host for line in lines if line.host})
+        parts = [f"Log analysis: {excerpt.input_lines} log lines from {len(hosts)} device(s) "
+                 f"({', '.join(hosts[:12])}); the filter kept {len(excerpt.lines)} lines."]
+        if info:
+            parts.append(f"Root-cause category: {info.category}; label: {info.label} ({info.summary}), "
+                         f"named by {len(cause_lines)} matching log line(s) on {', '.join(devices)}.")
+        else:
+            parts.append("The log lines match no fault label of the taxonomy strongly enough to name one.")
+        if key:
+            parts.append("Key log lines (verbatim):")
+            parts.extend(f"- {line.text.strip()}" for line in key)
+            parts.append("Causal chain (time order): " + " -> ".join(chain))
+        else:
+            parts.append("No error, fault, state-change or anomaly lines were found in the logs.")
+        return AgentOutput(agent="log", round=task.round, query=task.query, text="\n".join(parts), findings=findings,
+                           category=info.category if info else None, label=label, devices=devices,
+                           data={"input_lines": excerpt.input_lines, "excerpt_lines": len(excerpt.lines),
+                                 "level_counts": excerpt.level_counts, "label_scores": scores,
+                                 "causal_chain": chain, "ticket_terms": list(excerpt.ticket_terms)})
+
+    def _llm(self, task: AgentTask, excerpt) -> AgentOutput:
+        from faultline.llm import complete_json
+
+        lines = [line for line in excerpt.lines if line.annotation is None]
+        real = {line.text.strip() for line in lines}
+        labels = "\n".join(f"- {i.label} ({i.category}): {i.summary}" for i in taxonomy().values())
+        text_block = cap("\n".join(line.text for line in excerpt.lines), LLM_EXCERPT_CHARS)
+        answer = LogAnalysis.model_validate(complete_json(
+            self.deps.settings, self.deps.conn, model=self.deps.model, prompt="astra/log_agent",
+            variables={"title": task.incident.title, "description": task.incident.description, "query": task.query,
+                       "excerpt": text_block, "labels": labels},
+            schema=LogAnalysis, stage="astra.agent.log", incident_id=task.incident.incident_id,
+            run_id=self.deps.run_id))
+        findings = []
+        for f in answer.findings:
+            quotes = [q.strip() for q in f.quotes if q.strip() in real]  # only lines the logs really contain
+            findings.append(Finding(text=f.text, aspect=f.aspect, quotes=quotes))
+        label = answer.label if answer.label in taxonomy() else None
+        category = taxonomy()[label].category if label else None
+        parts = ["Log analysis (LLM):"] + [f"- {f.text}" + "".join(f"\n  > {q}" for q in f.quotes) for f in findings]
+        if answer.causal_chain:
+            parts.append("Causal chain: " + " -> ".join(answer.causal_chain))
+        if label:
+            parts.append(f"Root-cause category: {category}; label: {label}.")
+        return AgentOutput(agent="log", round=task.round, query=task.query, text="\n".join(parts), findings=findings,
+                           category=category, label=label, devices=answer.devices,
+                           data={"input_lines": excerpt.input_lines, "excerpt_lines": len(excerpt.lines),
+                                 "causal_chain": answer.causal_chain,
+                                 "dropped_quotes": sum(len(f.quotes) for f in answer.findings)
+                                 - sum(len(f.quotes) for f in findings)})

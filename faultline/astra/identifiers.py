@@ -1,0 +1,108 @@
+"""Technical identifiers in free text, and whether a text's identifiers are traceable to its sources.
+
+An identifier is something a reader would copy into a terminal or a search box: an IP address or
+prefix, a MAC address, an interface name, a lab device name, a DNS host name, a fault label of the
+taxonomy, an FRR error code or message id (``[HZN6M-XRM1G]``), an AS number or a ticket id. ASTRA's evaluation counts the identifiers
+of a report that appear in none of the texts the analysis saw as fabricated.
+
+Matching is textual and case-insensitive, with boundaries so that ``10.1.1.1`` is not found inside
+``10.1.1.10`` and ``router1`` not inside ``router10``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable, Literal
+
+IdentifierKind = Literal["ip", "mac", "interface", "device", "hostname", "label", "frr_code", "asn", "ticket"]
+
+# First word of the lab's device names (router1, core_router_2, web_server_1_3, super_spine_0,
+# host_1_1_2_1, dns_pod0, load_balancer, ...). A token counts as a device only if it starts with one
+# of these and carries a digit or an underscore, so the plain words "host" or "dns" are not devices.
+DEVICE_WORDS: tuple[str, ...] = (
+    "router", "pc", "host", "spine", "super", "leaf", "core", "dist", "access", "web", "webserver", "backend",
+    "dns", "dhcp", "load", "lb", "gateway", "ext", "switch", "server", "client", "attacker", "node", "firewall",
+)
+
+_PATTERNS: tuple[tuple[IdentifierKind, str], ...] = (
+    ("mac", r"(?<![\w:])(?:[0-9a-f]{2}:){5}[0-9a-f]{2}(?![\w:])"),
+    ("ip", r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?:/\d{1,2})?(?![\w]|\.\d)"),
+    ("frr_code", r"\bEC_[A-Z0-9_]+\b|\bEC \d{6,}\b|(?<=\[)[A-Z0-9]{5}-[A-Z0-9]{5}(?=\])"),
+    ("ticket", r"(?<![\w-])[A-Z][A-Z0-9]+-\d+(?![\w-])"),
+    ("asn", r"\bAS ?\d{2,10}\b"),
+    ("interface", r"\b(?:eth|ens|enp|veth|bond|vlan|wlan|ifb|GigabitEthernet|TenGigE|HundredGigE|FastEthernet"
+                  r"|Ethernet|Bundle-Ether|MgmtEth|Loopback|Gi|Te|Hu)\d[\w/.:]*(?<![.:/])"),
+    ("hostname", r"\b[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.(?:local|pod\d+)\b"),
+)
+
+
+@dataclass(frozen=True)
+class Identifier:
+    """One identifier found in a text: its kind and its text as written."""
+
+    kind: IdentifierKind
+    value: str
+
+
+@lru_cache(maxsize=1)
+def taxonomy_labels() -> tuple[str, ...]:
+    """Every NIKA v1 label of the catalogue, longest first (so a longer label wins over a prefix)."""
+    from faultline.netlab.faults.catalogue import catalogue
+
+    return tuple(sorted((info.label for info in catalogue()), key=len, reverse=True))
+
+
+@lru_cache(maxsize=1)
+def _compiled() -> tuple[tuple[IdentifierKind, re.Pattern[str]], ...]:
+    flags = {"frr_code": 0, "ticket": 0, "asn": 0}
+    compiled = [(kind, re.compile(p, flags.get(kind, re.IGNORECASE))) for kind, p in _PATTERNS]
+    labels = "|".join(re.escape(label) for label in taxonomy_labels())
+    compiled.append(("label", re.compile(rf"(?<![\w]){labels}(?![\w])", re.IGNORECASE)))
+    words = "|".join(DEVICE_WORDS)
+    compiled.append(("device", re.compile(rf"\b(?:{words})(?:[_-]?[a-z0-9]+)*\b", re.IGNORECASE)))
+    return tuple(compiled)
+
+
+def find_identifiers(text: str) -> list[Identifier]:
+    """Every distinct identifier in ``text``, in order of first appearance (each span claimed once)."""
+    taken: list[tuple[int, int]] = []
+    found: list[tuple[int, Identifier]] = []
+    seen: set[tuple[str, str]] = set()
+    for kind, pattern in _compiled():
+        for match in pattern.finditer(text):
+            start, end = match.span()
+            if any(s < end and start < e for s, e in taken):
+                continue  # already part of a more specific identifier (an IP inside a hostname, a label)
+            value = match.group(0)
+            if kind == "device" and not re.search(r"[\d_]", value):
+                continue  # "host", "server": ordinary words
+            taken.append((start, end))
+            key = (kind, value.lower())
+            if key not in seen:
+                seen.add(key)
+                found.append((start, Identifier(kind, value)))
+    return [ident for _, ident in sorted(found, key=lambda pair: pair[0])]
+
+
+def _presence_pattern(value: str) -> re.Pattern[str]:
+    """Where ``value`` counts as present: not glued to more word characters (or more IP octets)."""
+    return re.compile(rf"(?<![\w.]){re.escape(value)}(?![\w]|\.\d)", re.IGNORECASE)
+
+
+def untraceable(identifiers: Iterable[Identifier], sources: Iterable[str]) -> list[Identifier]:
+    """The identifiers that appear in none of ``sources``.
+
+    An IP written with a prefix (``10.1.1.0/24``) is also traceable through its bare address, and a
+    bare address through any prefix written after it in a source.
+    """
+    corpus = "\n".join(s for s in sources if s)
+    missing: list[Identifier] = []
+    for ident in identifiers:
+        candidates = [ident.value]
+        if ident.kind == "ip" and "/" in ident.value:
+            candidates.append(ident.value.split("/", 1)[0])
+        if not any(_presence_pattern(c).search(corpus) for c in candidates):
+            missing.append(ident)
+    return missing

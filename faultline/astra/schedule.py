@@ -1,0 +1,46 @@
+"""ASTRA's agent schedule: a shared pre-fetch, then similarity ∥ log (threads), then domain with their outputs.
+
+`run_agents` is one round's first pass; the orchestrator sends follow-up tasks to single agents
+through `make_agent(...).run(task)` directly.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from faultline.astra.agents import AgentDeps, make_agent
+from faultline.astra.prefetch import Prefetch, prefetch
+from faultline.astra.records import AgentOutput, AgentTask, Incident
+
+
+@dataclass
+class ScheduleResult:
+    """The pre-fetch and the three agents' outputs, with wall times per step."""
+
+    prefetch: Prefetch
+    outputs: dict[str, AgentOutput]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def run_agents(deps: AgentDeps, incident: Incident, *, round: int = 1, reranker=None) -> ScheduleResult:
+    """Pre-fetch once, run the similarity and log agents concurrently, then the domain agent on their outputs."""
+    timings: dict[str, float] = {}
+    began = time.perf_counter()
+    shared = prefetch(deps.settings, deps.conn, incident, reranker=reranker, embedder=deps.embedder)
+    timings["prefetch"] = time.perf_counter() - began
+    query = incident.title
+    base = AgentTask(incident=incident, query=query, round=round, prefetched=shared.similar)
+    began = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="astra-agent") as pool:
+        similarity = pool.submit(make_agent("similarity", deps).run, base)
+        log = pool.submit(make_agent("log", deps).run, base)
+        outputs = {"similarity": similarity.result(), "log": log.result()}
+    timings["similarity_log"] = time.perf_counter() - began
+    began = time.perf_counter()
+    domain_task = base.model_copy(update={"context": {"similarity": outputs["similarity"].text,
+                                                      "log": outputs["log"].text}})
+    outputs["domain"] = make_agent("domain", deps).run(domain_task)
+    timings["domain"] = time.perf_counter() - began
+    return ScheduleResult(prefetch=shared, outputs=outputs, timings=timings)

@@ -1,0 +1,60 @@
+"""`faultline mcp ...`: MCP servers for external agents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+app = typer.Typer(help="MCP servers for external agents (stdio by default, or streamable HTTP).", no_args_is_help=True)
+
+
+@app.command("lab")
+def lab_command(
+    ctx: typer.Context,
+    snapshot: Optional[Path] = typer.Option(None, "--snapshot", help="Serve a recorded incident snapshot "
+                                            "(snapshot.json.gz; no root needed) instead of the running lab."),
+    lab: bool = typer.Option(False, "--lab", help="Serve the running lab (root); the default without --snapshot."),
+    incident: Optional[str] = typer.Option(None, "--incident", help="Incident id submissions are stored under "
+                                           "(default: the snapshot's folder name)."),
+    submission_out: Optional[Path] = typer.Option(None, "--submission-out", help="Write the submission to this "
+                                                  "JSON file instead of the warehouse."),
+    http: Optional[int] = typer.Option(None, "--http", help="Serve streamable HTTP on this port (path /mcp) "
+                                       "instead of stdio."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on with --http."),
+) -> None:
+    """NIKA's v1 agent tools (reachability, exec_shell, frr_*, submit, ...) over the lab or a snapshot."""
+    from faultline.errors import FaultlineError
+    from faultline.mcp import lab_server
+    from faultline.netlab import snapshot as snap
+    from faultline.sade.backend import Backend, lab_backend
+
+    if snapshot is not None and lab:
+        raise FaultlineError("--snapshot and --lab exclude each other", fix="pick one network to serve")
+    if snapshot is not None:
+        if not snapshot.is_file():
+            raise FaultlineError(f"{snapshot} does not exist", fix="give an incident's snapshot.json.gz")
+        recorded = snap.load(snapshot)  # no baseline: an agent sees only the incident network
+        backend = Backend(kind="snapshot", ctx=recorded.context(), scenario=recorded.scenario, size=recorded.size)
+        incident = incident or snapshot.resolve().parent.name
+    else:
+        backend = lab_backend(ctx.obj)
+    if incident is None and submission_out is None:
+        raise FaultlineError("submissions need an incident id or an output file",
+                             fix="pass --incident ID or --submission-out FILE")
+    session = lab_server.open_session(backend, incident_id=incident, out_file=submission_out, settings=ctx.obj)
+    lab_server.serve(session, http_port=http, host=host)
+
+
+@app.command("docs")
+def docs_command(
+    ctx: typer.Context,
+    http: Optional[int] = typer.Option(None, "--http", help="Serve streamable HTTP on this port (path /mcp) "
+                                       "instead of stdio."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on with --http."),
+) -> None:
+    """search_docs and fetch_doc over the doc-chunk index (build it with `faultline index`)."""
+    from faultline.mcp import docs_server
+
+    docs_server.serve(ctx.obj, http_port=http, host=host)

@@ -1,0 +1,85 @@
+"""Prompt files: loaded by name from `prompts/`, identified by a content hash, filled by variables.
+
+A prompt file is UTF-8 text with an optional system part and a user part::
+
+    === system ===
+    You are ...
+    === user ===
+    Ticket: {{ title }}
+
+Without the markers the whole file is the user message. ``{{ name }}`` placeholders are replaced
+by the variables passed in; a placeholder without a value is an error (a silent empty string
+would change what the model sees without anyone noticing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from faultline.errors import FaultlineError
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_SECTION = re.compile(r"^===\s*(system|user)\s*===\s*$", re.M)
+_NAME = re.compile(r"^[a-z0-9_]+(?:/[a-z0-9_]+)*(?:\.[a-z]+)?$")
+
+
+def prompts_dir() -> Path:
+    """The `prompts/` folder: the repository's in a checkout, the bundled copy in a wheel."""
+    package = Path(__file__).resolve().parents[1]
+    in_repo = package.parent / "prompts"
+    return in_repo if in_repo.is_dir() else package / "_bundled" / "prompts"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One prompt file: its name (path under `prompts/`), text and SHA-256 of that text."""
+
+    name: str
+    text: str
+    sha256: str
+
+    @property
+    def variables(self) -> set[str]:
+        """Placeholder names the prompt expects."""
+        return set(_PLACEHOLDER.findall(self.text))
+
+    def render(self, variables: dict[str, Any]) -> list[dict[str, str]]:
+        """Chat messages with every placeholder filled; missing variables raise `FaultlineError`."""
+        missing = sorted(self.variables - set(variables))
+        if missing:
+            raise FaultlineError(f"prompt {self.name} needs variables {missing}",
+                                 fix="pass them in `variables=`; the prompt file names what it uses")
+
+        def fill(part: str) -> str:
+            return _PLACEHOLDER.sub(lambda m: _as_text(variables[m.group(1)]), part).strip()
+
+        parts = _SECTION.split(self.text)
+        if len(parts) == 1:
+            return [{"role": "user", "content": fill(self.text)}]
+        messages = [{"role": role, "content": fill(body)} for role, body in zip(parts[1::2], parts[2::2])]
+        return [m for m in messages if m["content"]]
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    import json
+
+    return json.dumps(value, ensure_ascii=False, indent=1, default=str)
+
+
+def load_prompt(name: str, *, folder: Path | None = None) -> Prompt:
+    """Load `prompts/<name>` (``.md`` is added when the name has no suffix)."""
+    if not _NAME.match(name):
+        raise FaultlineError(f"invalid prompt name {name!r}",
+                             fix="use a path under prompts/ in lower case, e.g. astra/log_agent")
+    base = folder or prompts_dir()
+    path = base / (name if Path(name).suffix else f"{name}.md")
+    if not path.is_file():
+        raise FaultlineError(f"prompt file {path} does not exist", fix=f"create it, or check the name {name!r}")
+    text = path.read_text(encoding="utf-8")
+    return Prompt(name=name, text=text, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())

@@ -1,0 +1,1 @@
+"""MCP servers and clients: NIKA's agent tool surface over the lab (`lab_server`), the docs index."""

@@ -1,0 +1,120 @@
+"""The docs MCP server: search and fetch over Faultline's doc-chunk index (`faultline mcp docs`).
+
+Two tools, both read-only and backed by the LanceDB ``doc_chunks`` index (no warehouse access, so
+the server runs beside a process that holds the DuckDB file open for writing):
+
+* ``search_docs(query, k)``: hybrid (vector + full-text) search, best first, with snippets;
+* ``fetch_doc(chunk_id)``: one chunk's full text and section title.
+
+ASTRA's DomainKnowledgeAgent spawns it over stdio; ``--http PORT`` serves streamable HTTP.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from faultline.config import Settings
+
+INSTRUCTIONS = ("Documentation of the network (FRR manuals, error catalogue, runbooks), split into sections. "
+                "search_docs finds sections for a question or an error message; fetch_doc returns a section.")
+MAX_K = 20
+
+
+class DocHit(BaseModel):
+    """One search result."""
+
+    model_config = ConfigDict(extra="forbid")
+    chunk_id: str
+    title: str
+    score: float
+    snippet: str
+
+
+class DocHits(BaseModel):
+    """The results of one search, best first."""
+
+    model_config = ConfigDict(extra="forbid")
+    query: str
+    hits: list[DocHit]
+
+
+class DocChunk(BaseModel):
+    """One documentation section."""
+
+    model_config = ConfigDict(extra="forbid")
+    chunk_id: str
+    doc_id: str
+    title: str
+    text: str
+
+
+class DocsIndex:
+    """The doc-chunk index as the server's tools see it (one embedder for the server's lifetime)."""
+
+    def __init__(self, settings: Settings) -> None:
+        from faultline.retrieval.embed import Embedder
+
+        self.settings = settings
+        self.embedder = Embedder(settings)
+
+    def search(self, query: str, k: int) -> DocHits:
+        from faultline.retrieval.search import search
+
+        hits = search(self.settings, "docs", query, k=max(1, min(k, MAX_K)), mode="hybrid", embedder=self.embedder)
+        return DocHits(query=query, hits=[DocHit(chunk_id=h.id, title=h.title, score=round(h.score, 4),
+                                                 snippet=h.snippet) for h in hits])
+
+    def fetch(self, chunk_id: str) -> DocChunk | None:
+        from faultline.retrieval.search import _open_table
+
+        table = _open_table(self.settings, "docs")
+        literal = chunk_id.replace("'", "''")
+        rows = table.search().where(f"id = '{literal}'").select(["id", "doc_id", "title", "text"]).limit(1)
+        found = rows.to_arrow().to_pylist()
+        if not found:
+            return None
+        row = found[0]
+        return DocChunk(chunk_id=row["id"], doc_id=row["doc_id"] or "", title=row["title"] or "", text=row["text"] or "")
+
+
+def build_docs_server(settings: Settings) -> Any:
+    """The MCP server object with the two tools registered."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from faultline.errors import FaultlineError
+
+    index = DocsIndex(settings)
+    server = MCPServer(name="faultline-docs", instructions=INSTRUCTIONS)
+
+    @server.tool(description="Search the documentation; returns up to k sections (chunk_id, title, score, "
+                             "snippet), best first. k is capped at 20.")
+    def search_docs(query: str, k: int = 5) -> DocHits:
+        try:
+            return index.search(query, k)
+        except FaultlineError as exc:
+            raise ToolError(f"{exc.message} ({exc.fix})") from exc
+
+    @server.tool(description="Fetch one documentation section by the chunk_id search_docs returned.")
+    def fetch_doc(chunk_id: str) -> DocChunk:
+        try:
+            chunk = index.fetch(chunk_id)
+        except FaultlineError as exc:
+            raise ToolError(f"{exc.message} ({exc.fix})") from exc
+        if chunk is None:
+            raise ToolError(f"no documentation section {chunk_id!r}; use a chunk_id from search_docs")
+        return chunk
+
+    return server
+
+
+def serve(settings: Settings, *, http_port: int | None = None, host: str = "127.0.0.1") -> None:
+    """Serve until the client disconnects (stdio) or the process is stopped (streamable HTTP at /mcp)."""
+    server = build_docs_server(settings)
+    if http_port is None:
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=host, port=http_port)
