@@ -96,7 +96,7 @@ def collect_logs(run_dir: Path, dest: Path) -> dict[str, int]:
 
 
 def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings: Settings, *,
-                      historical: bool = False, timeout: float = 90.0) -> IncidentResult:
+                      historical: bool = False, backdate_days: int = 0, timeout: float = 90.0) -> IncidentResult:
     """Generate one incident into `out/<incident_id>/` (replacing an earlier attempt)."""
     from faultline.netlab import faults, lab, snapshot
     from faultline.netlab.faults.base import FaultNotVerified
@@ -140,7 +140,8 @@ def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings:
         truth = faults.ground_truth(state)
         result.sizes["log_bytes"] = sum(collect_logs(Path(state.run_dir), folder / "logs").values())
         stage("record_s")
-        _write_ticket_and_truth(spec, incident_id, folder, state, truth, snap_out, base_out, stamps, historical)
+        _write_ticket_and_truth(spec, incident_id, folder, state, truth, snap_out, base_out, stamps, historical,
+                                backdate_days)
         stage("ticket_s")
         if spec.faults:
             faults.recover(state, timeout=timeout)
@@ -177,7 +178,8 @@ def generate_suite(suite: Suite, out: Path, settings: Settings, *, progress: boo
     pairs = [(i, s) for i, s in zip(suite.incident_ids(), suite.incidents) if not only or i in only]
     results = []
     for incident_id, spec in track(pairs, description=f"suite {suite.suite}", enabled=progress):
-        results.append(generate_incident(spec, incident_id, out, settings, historical=suite.historical))
+        results.append(generate_incident(spec, incident_id, out, settings, historical=suite.historical,
+                                         backdate_days=suite.backdate_days))
     # the suite's summary: merged with an earlier run's, so `--only` reruns keep the other incidents
     summary = out / f"suite-{suite.suite}.json"
     known = {i["incident_id"]: i for i in json.loads(summary.read_text())["incidents"]} if summary.is_file() else {}
@@ -214,16 +216,17 @@ def _protocol(spec: IncidentSpec) -> str:
 
 
 def _write_ticket_and_truth(spec: IncidentSpec, incident_id: str, folder: Path, state: Any, truth: dict[str, Any],
-                            snap_out: list, base_out: list, stamps: dict[str, str], historical: bool) -> None:
+                            snap_out: list, base_out: list, stamps: dict[str, str], historical: bool,
+                            backdate_days: int = 0) -> None:
     from faultline.corpus.symptoms import symptoms_from_probes
     from faultline.corpus.tickets import TicketFacts, resolution_note, write_ticket
 
     recorded = datetime.fromisoformat(stamps["recorded_at"])
-    symptoms = symptoms_from_probes(snap_out, base_out, observed_at=recorded)
+    symptoms = symptoms_from_probes(snap_out, base_out, observed_at=recorded - timedelta(days=backdate_days))
     devices = [(d.name, d.role) for d in state.devices()]
     rng = random.Random(f"ticket:{incident_id}:{spec.seed}")
     # people file a few minutes after they notice, not at the instant the fault lands
-    filed = recorded + timedelta(minutes=rng.randint(2, 20))
+    filed = recorded + timedelta(minutes=rng.randint(2, 20)) - timedelta(days=backdate_days)
     facts = TicketFacts(incident_id=incident_id, scenario=spec.scenario, size=spec.size, opened_at=filed,
                         devices=devices, symptoms=symptoms, healthy=spec.healthy, ground_truth=truth,
                         historical=historical)

@@ -63,6 +63,9 @@ class Suite(BaseModel):
 
     suite: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,40}$")
     historical: bool = False
+    # a history happened before the backlog: its tickets are filed (and resolved) this many days before the
+    # lab recorded them, so "resolved before the incident was opened" holds against a backlog made later
+    backdate_days: int = Field(0, ge=0, le=3650)
     incidents: list[IncidentSpec]
 
     def incident_ids(self) -> list[str]:

@@ -1,0 +1,207 @@
+"""SADE's `llm` policy: the deterministic policy's twin, with a language model choosing every next action.
+
+The initial reachability scan always runs first (it is not a choice). Then, each turn, the model is
+shown the phase, the symptoms and leads, the flags so far, the fingerprints that match now and the
+actions the phase gates allow (`faultline.sade.llm_actions`), and answers one JSON action through the
+LLM gateway (stage ``sade.policy``; every call is a row in ``llm_calls``). Turns are budgeted
+(``settings.sade_max_turns``, SADE's 20); a single reminder is given at half the budget. Out of turns
+without a submit, the matcher's current matches are the answer when there are any; otherwise the
+policy raises `NoSubmission` and the engine records the incident as ``no_submission``.
+
+Prompts: ``prompts/sade/system.md`` (the rules), ``prompts/sade/turn.md`` (each turn),
+``prompts/sade/reminder.md`` (the half-budget reminder).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from faultline.sade.engine import NoSubmission
+from faultline.sade.initial import Symptoms, initial_scan
+from faultline.sade.llm_actions import (
+    PHASES,
+    Action,
+    Walk,
+    apply,
+    checks_of,
+    compact_flag,
+)
+from faultline.sade.matcher import Match
+from faultline.sade.session import Session
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from faultline.config import Settings
+
+STAGE = "sade.policy"
+TURN_PROMPT, RULES_PROMPT, REMINDER_PROMPT = "sade/turn", "sade/system", "sade/reminder"
+MAX_FLAGS_SHOWN = 40  # the newest ones; older flags are counted, not listed, to keep each turn small
+MAX_PAIRS_SHOWN = 30
+
+
+def llm_policy(s: Session, *, settings: Settings, conn: duckdb.DuckDBPyConnection, model: str,
+               incident_id: str | None = None, run_id: str | None = None) -> list[Match]:
+    """Diagnose with `model` choosing the actions; the matches to submit (empty = healthy).
+
+    Raises `NoSubmission` when the budget ends with no submit and no match, and `LLMError` when the
+    model gives no valid JSON within the gateway's attempts.
+    """
+    from faultline.llm import complete_json, load_prompt
+
+    sym = initial_scan(s)
+    walk = Walk(s=s, sym=sym, roles={d.name: d.role for d in s.devices()})
+    index = _index(s, sym)
+    s.phase = walk.phase
+    rules = load_prompt(RULES_PROMPT).text
+    reminder = load_prompt(REMINDER_PROMPT).text
+    budget = settings.sade_max_turns
+    remind_at = math.ceil(budget / 2)
+    history: list[str] = []
+    last = "(first turn: only the reachability scan has run)"
+    for turn in range(1, budget + 1):
+        variables = _variables(walk, turn=turn, budget=budget, rules=rules, index=index, history=history,
+                               last=last, reminder=reminder if turn == remind_at else "")
+        answer = complete_json(settings, conn, model=model, prompt=TURN_PROMPT, variables=variables, schema=Action,
+                               stage=STAGE, incident_id=incident_id, run_id=run_id)
+        action = Action.model_validate(answer)
+        phase_before = walk.phase
+        outcome = apply(walk, action)
+        history.append(f"{turn}. [{phase_before}] {_describe(action)} -> {outcome.text.splitlines()[0]}")
+        if outcome.submitted is not None:
+            return outcome.submitted
+        last = outcome.text
+    found = walk.matches()
+    if found:
+        return found  # out of turns: what the fingerprints say is still a better answer than none
+    raise NoSubmission(f"the model did not submit within {budget} turns and no fingerprint matched")
+
+
+def llm_policy_runner(settings: Settings, *, model: str | None = None, incident_id: str,
+                      run_id: str | None = None,
+                      conn: duckdb.DuckDBPyConnection | None = None) -> tuple[Callable[[Session], list[Match]], str]:
+    """A policy callable for `engine.diagnose` and its name ``llm:<model>``.
+
+    The model is `model`, else ``settings.sade_llm_model``. Without `conn` the warehouse is opened
+    from the settings for the run (for its ``llm_calls`` rows) and closed after.
+    """
+    from faultline.errors import FaultlineError
+
+    chosen = model or settings.sade_llm_model
+    if not chosen:
+        raise FaultlineError("the llm policy needs a model",
+                             fix="pass --model (a litellm model string such as openai/gpt-4o-mini) or set "
+                                 "FAULTLINE_SADE_LLM_MODEL")
+
+    def run(s: Session) -> list[Match]:
+        from faultline import db
+
+        own = conn is None
+        connection = db.open_warehouse(settings) if own else conn
+        try:
+            return llm_policy(s, settings=settings, conn=connection, model=chosen, incident_id=incident_id,
+                              run_id=run_id)
+        finally:
+            if own:
+                connection.close()
+
+    return run, f"llm:{chosen}"
+
+
+def _variables(w: Walk, *, turn: int, budget: int, rules: str, index: str, history: list[str], last: str,
+               reminder: str) -> dict[str, Any]:
+    from faultline.sade.skills import load_skills
+
+    texts = {sk.family: sk.text for sk in load_skills()}
+    return {
+        "rules": rules, "turn": str(turn), "max_turns": str(budget), "turns_left": str(budget - turn + 1),
+        "phase": w.phase, "phases_run": ", ".join(p for p in PHASES if p in w.phases_run) or "none yet",
+        "devices": ", ".join(f"{name}: {role}" for name, role in sorted(w.roles.items())),
+        "symptoms": _symptoms(w.sym), "leads": ", ".join(w.sym.leads) or "none", "index": index + _redirects(w),
+        "flags": _flags(w), "matches": _matches(w.matches()),
+        "history": "\n".join(history) or "nothing yet", "last": last,
+        "skills": "\n\n".join(texts[f] for f in w.skills_read) or "none",
+        "allowed": _allowed(w, sorted(texts)), "reminder": f"\nReminder: {reminder}" if reminder else "",
+    }
+
+
+def _index(s: Session, sym: Symptoms) -> str:
+    """SADE's fault index for this incident: each lead symptom and the skill families that own it, in order."""
+    from faultline.sade.index import classify, families_for
+
+    lines = []
+    for lead in classify(s, sym):
+        failing = f" (failing with {', '.join(lead.peers[:4])})" if lead.peers else ""
+        lines.append(f"- {lead.kind} at {lead.lead}{failing} -> skills to try: {', '.join(families_for(lead.kind))}")
+    return "\n".join(lines) or "- no lead symptom: a bottom-up sweep (A, B, C, D on every device) decides"
+
+
+def _redirects(w: Walk) -> str:
+    from faultline.sade.index import redirects
+
+    families = list(dict.fromkeys(redirects(w.s, {f.device for f in w.s.flags if f.device})))
+    return f"\n- flags so far also point at: {', '.join(families)}" if families else ""
+
+
+def _symptoms(sym: Symptoms) -> str:
+    if not sym.any:
+        return "none: every pair reaches every other and the service checks pass"
+    lines = [f"- {src} -> {dst}: {status}" for src, dst, status in sym.failing[:MAX_PAIRS_SHOWN]]
+    if len(sym.failing) > MAX_PAIRS_SHOWN:
+        lines.append(f"- ... and {len(sym.failing) - MAX_PAIRS_SHOWN} more failing pairs")
+    lines += [f"- service {url}: {problem}" for url, problem in sym.services]
+    return "\n".join(lines)
+
+
+def _flags(w: Walk) -> str:
+    flags = w.s.flags
+    if not flags:
+        return "none"
+    shown = [compact_flag(f) for f in flags[-MAX_FLAGS_SHOWN:]]
+    if len(flags) > MAX_FLAGS_SHOWN:
+        shown.insert(0, f"({len(flags) - MAX_FLAGS_SHOWN} older flags not listed)")
+    return "\n".join(shown)
+
+
+def _matches(found: list[Match]) -> str:
+    if not found:
+        return "none"
+    return "\n".join(f"- {m.label} on {', '.join(m.devices)} ({m.family}/{m.fingerprint}"
+                     f"{', residual: only after a full scan' if m.fallback else ''})"
+                     f"{': ' + m.evidence[0][:120] if m.evidence else ''}" for m in found)
+
+
+def _allowed(w: Walk, skills: list[str]) -> str:
+    checks = sorted(checks_of(w.phase))
+    lines = [(f'- scan: {{"action": "scan", "device": <a device above or "all">, "check": <one of {checks} '
+              f'or "all">}} (phase {w.phase} checks only)')]
+    targets = w.advance_targets()
+    if targets:
+        lines.append(f'- advance: {{"action": "advance", "phase": <one of {targets}>}}')
+    else:
+        lines.append(f"- advance: not allowed yet (scan phase {w.phase} at least once first)")
+    lines.append(f'- read_skill: {{"action": "read_skill", "skill": <one of {skills}>}}')
+    found = w.matches()
+    if found:
+        lines.append('- submit: {"action": "submit", "answer": "matches"} (submits the fingerprints listed above)')
+    else:
+        left = [d for d in w.must_cover() if d not in w.complete()]
+        if left:
+            lines.append("- submit: not allowed yet (no fingerprint matches; healthy needs every check of every "
+                         f"phase on {len(left)} more device(s): {', '.join(left[:8])})")
+        else:
+            lines.append('- submit: {"action": "submit", "answer": "healthy"} (the scans came out clean)')
+    lines.append('Every action may carry "reason": one short sentence.')
+    return "\n".join(lines)
+
+
+def _describe(a: Action) -> str:
+    if a.action == "scan":
+        return f"scan {a.check} on {a.device}"
+    if a.action == "advance":
+        return f"advance to {a.phase or 'next phase'}"
+    if a.action == "read_skill":
+        return f"read_skill {a.skill}"
+    return f"submit {a.answer}"
