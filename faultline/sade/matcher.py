@@ -30,6 +30,11 @@ class Match:
     evidence: list[str] = field(default_factory=list)
 
 
+def _family_key(family: str) -> str:
+    """Skill folder name -> the family tag scans put on flags (host-ip -> host_ip)."""
+    return family.replace("-", "_")
+
+
 def _resource(fp: Fingerprint, device: str, flags: list[Flag]) -> str:
     """NIKA v2 resource id of the answer's first device: node/<d>, or interface/<d>/<if> from the evidence."""
     if fp.resource == "interface":
@@ -76,8 +81,11 @@ def match(flags: list[Flag], *, roles: dict[str, str], complete: set[str] = froz
                     continue
                 if fp.elsewhere and not any(f.kind in fp.elsewhere for f in flags):
                     continue
-                if fp.fallback and (device not in complete or any(f.strength == "strong" and f.family
-                                                                  for f in mine)):
+                # a residual explanation: only on a fully examined device with no strong evidence of
+                # another family (its own family's, e.g. a carrier loss for a flapping link, is fine)
+                if fp.fallback and (device not in complete or any(
+                        f.strength == "strong" and f.family and f.family != _family_key(skill.family)
+                        for f in mine)):
                     continue
                 devices = _devices(fp, device, mine, flags)
                 m = Match(family=skill.family, fingerprint=fp.id, label=fp.label, device=device, devices=devices,
@@ -89,6 +97,9 @@ def match(flags: list[Flag], *, roles: dict[str, str], complete: set[str] = froz
     ranked = sorted(best.values(), key=lambda m: (-m.priority, m.device))
     if any(not m.fallback for m in ranked):
         ranked = [m for m in ranked if not m.fallback]
+    elif ranked:
+        # a residual explanation names one device: the one with the most evidence (partial loss over isolation)
+        ranked = sorted(ranked, key=lambda m: (-len(m.evidence), -("partial" in " ".join(m.evidence)), m.device))[:1]
     kept: list[Match] = []
     named: set[str] = set()
     for m in ranked:
