@@ -64,12 +64,23 @@ def test_recorded_incident_is_diagnosed_like_its_truth(case: str, family: str) -
         sorted((rc["resource_id"], rc["fault_type"]) for rc in truth_v2)
 
 
-def test_symptom_first_goes_straight_to_the_owning_skill_and_stops_at_the_fingerprint() -> None:
+def test_symptom_first_looks_at_the_isolated_device_and_stops_at_the_fingerprint() -> None:
     folder = SAMPLE / "history/sample-history-020"  # host_incorrect_ip: one host isolated
     diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
     assert diag.steps[0].tool == "reachability" and diag.steps[0].phase == "initial"
     assert [(s.tool, s.args.get("dev")) for s in diag.steps[1:]] == [("ip_addr", "host_2")]
-    assert "skill host-ip" in diag.steps[1].note and diag.steps[1].flags == ["ip_wrong"]
+    assert "triage host_isolated" in diag.steps[1].note and diag.steps[1].flags == ["ip_wrong"]
+
+
+def test_a_lead_goes_to_the_owning_skill_families_in_index_order() -> None:
+    folder = SAMPLE / "history/sample-history-036"  # ospf_acl_block on the isolated host's gateway
+    diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
+    notes = [s.note for s in diag.steps[1:]]
+    assert notes[0].startswith("triage host_isolated host_1_1_1_1")
+    families = [n.split("skill ")[1].split(":")[0] for n in notes if "skill " in n]
+    assert families[0] == "host-ip" and families[-1] == "acl"  # index order: host-ip, link, acl
+    assert diag.submission.v1.root_cause_name == ["ospf_acl_block"]  # type: ignore[union-attr]
+    assert diag.probe_calls <= 12
 
 
 def test_no_symptom_means_the_deep_scan_runs_bottom_up_across_devices() -> None:

@@ -104,3 +104,21 @@ class DocsClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_SHARED: dict[tuple[str, str], DocsClient] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_docs_client(settings: Settings) -> DocsClient:
+    """One docs session per process and warehouse: starting the server loads the embedding model (seconds),
+    so every analysis and follow-up of a batch reuses it; closed when the process exits."""
+    import atexit
+
+    key = (str(settings.lancedb_dir), settings.docs_mcp_url)
+    with _SHARED_LOCK:
+        client = _SHARED.get(key)
+        if client is None:
+            client = _SHARED[key] = DocsClient(settings)
+            atexit.register(client.close)
+        return client

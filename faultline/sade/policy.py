@@ -128,13 +128,25 @@ def _skill_search(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles
     return match(s.flags, roles=roles, complete={lead.lead})
 
 
+def _triage(s: Session, leads: list[LeadSymptom], roles: dict[str, str], tried: set[str]) -> list[Match]:
+    """SADE's infra_sweep over the suspects first: one interface/address look at every isolated or unstable
+    device (several leads often share one cause; the device that shows it saves a family search on the others)."""
+    for lead in leads:
+        if lead.kind in ("host_isolated", "unstable") and _run(s, "interfaces", lead.lead,
+                                                               f"triage {lead.kind} {lead.lead}"):
+            found = match(s.flags, roles=roles)
+            if explains(found, leads, s, tried):
+                return found
+    return []
+
+
 def deterministic(s: Session) -> list[Match]:
     """Algorithm 1 with stop-and-submit; the matches to submit (empty = healthy)."""
     roles = _roles(s)
     sym = initial_scan(s)
     leads = classify(s, sym)
     tried: set[str] = set()
-    found: list[Match] = []
+    found = _triage(s, leads, roles, tried)
     for lead in leads:
         if found and explains(found, leads, s, tried):
             break
