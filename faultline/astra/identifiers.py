@@ -32,8 +32,8 @@ _PATTERNS: tuple[tuple[IdentifierKind, str], ...] = (
     ("frr_code", r"\bEC_[A-Z0-9_]+\b|\bEC \d{6,}\b|(?<=\[)[A-Z0-9]{5}-[A-Z0-9]{5}(?=\])"),
     ("ticket", r"(?<![\w-])[A-Z][A-Z0-9]+-\d+(?![\w-])"),
     ("asn", r"\bAS ?\d{2,10}\b"),
-    ("interface", r"\b(?:eth|ens|enp|veth|bond|vlan|wlan|ifb|GigabitEthernet|TenGigE|HundredGigE|FastEthernet"
-                  r"|Ethernet|Bundle-Ether|MgmtEth|Loopback|Gi|Te|Hu)\d[\w/.:]*(?<![.:/])"),
+    ("interface", (r"\b(?:eth|ens|enp|veth|bond|vlan|wlan|ifb|GigabitEthernet|TenGigE|HundredGigE|FastEthernet"
+                   r"|Ethernet|Bundle-Ether|MgmtEth|Loopback|Gi|Te|Hu)\d[\w/.:]*(?<![.:/])")),
     ("hostname", r"\b[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.(?:local|pod\d+)\b"),
 )
 

@@ -37,7 +37,8 @@ _registered: list[bool] = []
 def _register() -> None:
     if _registered:
         return
-    from faultline.cli import corpus, db, ingest, lab, logs, run, search
+    from faultline.cli import astra, corpus, db, ingest, lab, logs, mcp, run, sade, search
+    from faultline.cli import eval as eval_cli
 
     _registered.append(True)
 
@@ -47,8 +48,12 @@ def _register() -> None:
     app.add_typer(logs.app, name="logs")
     app.add_typer(lab.app, name="lab")
     app.add_typer(corpus.app, name="corpus")
+    app.add_typer(mcp.app, name="mcp")
+    app.add_typer(eval_cli.app, name="eval")
     app.command("index")(search.index_command)
     app.command("run")(run.run_command)
+    app.command("diagnose")(sade.diagnose_command)
+    app.command("report")(astra.report_command)
 
 
 def main(argv: list[str] | None = None) -> None:

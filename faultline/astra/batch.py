@@ -1,0 +1,114 @@
+"""Evaluating ASTRA over a corpus: load it, analyse every open incident with known truth, score, store.
+
+A corpus root laid out like `data/sample/` (``history/`` resolved incidents, ``backlog/`` open ones,
+optionally ``docs/``) is loaded whole; the incidents evaluated are the open ones (``historical`` false
+in their ``incident.json``) that have ground truth. A folder of incidents without that layout is
+loaded and every incident in it evaluated. Ingestion is idempotent (unchanged files are skipped), so
+pointing at an already loaded corpus only re-syncs the search indexes.
+
+One incident whose analysis fails is a `run_failures` row and the batch goes on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from faultline.astra.evaluate import AstraScore, summarise
+from faultline.astra.records import AstraResult, Incident
+from faultline.astra.rubric import Truth
+from faultline.errors import FaultlineError
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from faultline.config import Settings
+
+
+@dataclass
+class EvalBatch:
+    """What one evaluation run produced."""
+
+    run_id: str
+    scores: list[AstraScore] = field(default_factory=list)
+    truths: dict[str, Truth] = field(default_factory=dict)
+    results: dict[str, AstraResult] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # no ground truth
+
+    def as_dict(self) -> dict:
+        return {"run_id": self.run_id, "summary": summarise(self.scores).model_dump(mode="json"),
+                "failures": self.failures, "skipped": self.skipped,
+                "incidents": [s.model_dump(mode="json") for s in self.scores]}
+
+
+def load_corpus(conn: duckdb.DuckDBPyConnection, settings: Settings, corpus: Path, *,
+                extra: list[Path] | None = None) -> list[str]:
+    """Ingest the corpus (and `extra` incident or doc folders), sync both indexes; return the ids to evaluate."""
+    from faultline.ingest.api import ingest_paths
+    from faultline.ingest.incidents import incident_folders, ingest_incidents
+    from faultline.retrieval.embed import Embedder
+    from faultline.retrieval.index import sync_index
+
+    if not corpus.is_dir():
+        raise FaultlineError(f"{corpus} is not a folder", fix="give a corpus folder such as data/sample")
+    layout = (corpus / "backlog").is_dir()
+    incident_paths = [p for p in (corpus / "history", corpus / "backlog") if p.is_dir()] if layout else [corpus]
+    docs = [p for p in [corpus / "docs", *(extra or [])] if p.is_dir() and not any(p.rglob("incident.json"))]
+    incident_paths += [p for p in (extra or []) if p.is_dir() and any(p.rglob("incident.json"))]
+    report = ingest_incidents(conn, settings, incident_paths)
+    if docs:
+        ingest_paths(conn, settings, "docs", docs)
+    embedder = Embedder(settings)
+    for kind in ("tickets", "docs"):
+        sync_index(conn, settings, kind, embedder)  # type: ignore[arg-type]
+    evaluated = []
+    for folder in incident_folders([corpus / "backlog"] if layout else [corpus]):
+        meta = json.loads((folder / "incident.json").read_text())
+        incident_id = meta.get("incident_id") or folder.name
+        if incident_id in report.loaded and not (layout and meta.get("historical")):
+            evaluated.append(incident_id)
+    return evaluated
+
+
+def evaluate_incidents(conn: duckdb.DuckDBPyConnection, settings: Settings, incident_ids: list[str], *,
+                       analyst: str = "deterministic", max_rounds: int = 5, progress: bool = False,
+                       save: bool = True, agents: Any = None) -> EvalBatch:
+    """Analyse and score each incident with ground truth; rows in the ASTRA tables and `evaluations`.
+
+    `agents` (an `engine.Agents`) replaces the project's agents, as in `analyse`."""
+    from faultline.astra.engine import analyse
+    from faultline.astra.eval_store import load_truth, save_scores
+    from faultline.astra.evaluate import score_result
+    from faultline.astra.incident import load_incident
+    from faultline.astra.store import save_result
+    from faultline.progress import track
+    from faultline.runs import finish_run, record_failure, start_run
+
+    batch = EvalBatch(run_id=start_run(conn, "eval_astra", settings=settings))
+    for incident_id in track(incident_ids, description="ASTRA evaluation", enabled=progress):
+        truth = load_truth(conn, incident_id)
+        if truth is None:
+            batch.skipped.append(incident_id)
+            continue
+        try:
+            incident: Incident = load_incident(conn, incident_id)
+            result = analyse(incident, settings=settings, conn=conn, analyst=analyst, max_rounds=max_rounds,
+                             run_id=batch.run_id, agents=agents)
+            if save:
+                save_result(conn, result, run_id=batch.run_id)
+            batch.scores.append(score_result(result, incident, truth))
+            batch.truths[incident_id] = truth
+            batch.results[incident_id] = result
+        except Exception as exc:  # noqa: BLE001 - one failed incident is a row, the batch goes on
+            record_failure(conn, run_id=batch.run_id, stage="astra_eval", subject=incident_id, exc=exc)
+            batch.failures[incident_id] = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
+    if save and batch.scores:
+        save_scores(conn, batch.scores, batch.truths, run_id=batch.run_id)
+    summary = summarise(batch.scores)
+    finish_run(conn, batch.run_id, status="completed" if not batch.failures else "completed_with_failures",
+               stats={"scored": len(batch.scores), "failed": len(batch.failures), "skipped": len(batch.skipped),
+                      "share_accuracy_ge3": summary.share_accuracy_ge3})
+    return batch

@@ -1,0 +1,218 @@
+"""Evidence mapping: tie every claim to a verbatim passage of its own agent's output, and check that it is verbatim.
+
+The check (ASTRA §4.2's sourcing-fidelity test, in our own form):
+
+* **Overlap** is the share of the quote's words that occur in the source *contiguously and in
+  order*, in runs of at least three words (a quote shorter than three words must occur whole). A
+  bag-of-words test would pass a sentence stitched from source words or one where a single device
+  name was swapped; runs do not. Words are `lexical.words` tokens, so case, punctuation and line
+  breaks do not matter.
+* A quote is accepted as **verbatim** when its overlap is at least 0.6 *and* every technical
+  identifier it contains (IP, device, interface, label, FRR id) occurs in the source: the check
+  exists to catch fabricated identifiers, which a high overlap alone would let through.
+* Otherwise the quote is treated as possibly hallucinated and replaced by the **keyword window**:
+  the one to three consecutive source sentences holding most of the claim's keywords
+  (identifiers count double), preferring the shortest such window.
+* **Confidence**: support = weighted share of the claim's keywords found in the quote. `high` when
+  verbatim, overlap >= 0.9 and support >= 0.6; `medium` when support >= 0.3 (verbatim) or >= 0.6
+  (window); `low` otherwise. A claim naming an identifier that its source never mentions is at most
+  `low`; one whose identifiers are in the source but not in the quote is at most `medium`.
+* **Status**: VERIFIED for high and medium confidence, UNVERIFIED for low (kept, and hedged in the report).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from faultline.astra import lexical
+from faultline.astra.records import AgentOutput, Claim, Evidence
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from faultline.config import Settings
+
+VERBATIM_THRESHOLD = 0.6
+RUN = 3  # words a contiguous run needs before it counts as quoted
+MAX_WINDOW = 3  # sentences in a keyword window
+RULES_VERSION = "evidence-rules-1"
+
+
+def quote_overlap(quote: str, source: str) -> float:
+    """Share of the quote's words found in the source in contiguous in-order runs of >= 3 words."""
+    q, s = lexical.words(quote), lexical.words(source)
+    if not q or not s:
+        return 0.0
+    if len(q) < RUN:
+        return 1.0 if _contains(s, q) else 0.0
+    grams = {tuple(s[i:i + RUN]) for i in range(len(s) - RUN + 1)}
+    covered = [False] * len(q)
+    for i in range(len(q) - RUN + 1):
+        if tuple(q[i:i + RUN]) in grams:
+            for j in range(i, i + RUN):
+                covered[j] = True
+    return sum(covered) / len(q)
+
+
+def _contains(haystack: list[str], needle: list[str]) -> bool:
+    n = len(needle)
+    return any(haystack[i:i + n] == needle for i in range(len(haystack) - n + 1))
+
+
+def foreign_identifiers(text: str, source: str) -> set[str]:
+    """Identifiers in `text` that never occur in `source` (the fabricated-detail signal)."""
+    return lexical.identifiers(text) - lexical.identifiers(source) - set(lexical.words(source))
+
+
+def _keywords(claim_text: str) -> dict[str, float]:
+    weights: dict[str, float] = {}
+    for word in lexical.content_words(claim_text):
+        weights[word] = 2.0 if lexical.is_identifier(word) else 1.0
+    return weights
+
+
+def support(claim_text: str, quote: str) -> float:
+    """Weighted share of the claim's keywords present in the quote (identifiers weigh double)."""
+    weights = _keywords(claim_text)
+    if not weights:
+        return 0.0
+    present = set(lexical.words(quote))
+    return sum(w for k, w in weights.items() if k in present) / sum(weights.values())
+
+
+def keyword_window(claim_text: str, source: str) -> str:
+    """The 1-3 consecutive source sentences covering most claim keywords; "" when none shares a keyword."""
+    weights = _keywords(claim_text)
+    spans = lexical.sentence_spans(source)
+    best: tuple[float, int, int] = (0.0, 0, 0)  # (score, -length, start index) packed below
+    best_span: tuple[int, int] | None = None
+    sentence_words = [set(lexical.words(source[a:b])) for a, b in spans]
+    for i in range(len(spans)):
+        seen: set[str] = set()
+        for size in range(1, MAX_WINDOW + 1):
+            if i + size > len(spans):
+                break
+            seen |= sentence_words[i + size - 1]
+            score = sum(w for k, w in weights.items() if k in seen)
+            if score > best[0] or (score == best[0] and score > 0 and -size > best[1]):
+                best = (score, -size, i)
+                best_span = (spans[i][0], spans[i + size - 1][1])
+    if best_span is None:
+        return ""
+    return source[best_span[0]:best_span[1]]
+
+
+def best_sentence(claim_text: str, source: str) -> str:
+    """The single source sentence that shares most keywords with the claim (the deterministic quote proposal)."""
+    weights = _keywords(claim_text)
+    target = lexical.normalise(claim_text)
+    best, best_score = "", 0.0
+    for a, b in lexical.sentence_spans(source):
+        sentence = source[a:b]
+        if target and target in lexical.normalise(sentence):
+            return sentence
+        present = set(lexical.words(sentence))
+        score = sum(w for k, w in weights.items() if k in present)
+        if score > best_score:
+            best, best_score = sentence, score
+    return best
+
+
+def validate(claim: Claim, quote: str, output: AgentOutput, *, claimed_confidence: str | None = None) -> Evidence:
+    """Check a proposed quote against the claim's own agent output; fall back to a keyword window if it fails."""
+    if output.agent != claim.agent:
+        raise ValueError(f"claim {claim.claim_id} belongs to {claim.agent}, not {output.agent}")
+    source = output.text
+    overlap = quote_overlap(quote, source) if quote.strip() else 0.0
+    verbatim = overlap >= VERBATIM_THRESHOLD and not foreign_identifiers(quote, source)
+    if verbatim:
+        method = "verbatim"
+    else:
+        quote = keyword_window(claim.text, source)
+        method = "keyword_window" if quote else "none"
+        overlap = quote_overlap(quote, source) if quote else 0.0
+    confidence = _confidence(claim.text, quote, source, method, overlap)
+    if claimed_confidence in ("medium", "low") and _rank(claimed_confidence) < _rank(confidence):
+        confidence = claimed_confidence  # an LLM mapper that says its own evidence is weak is believed
+    return Evidence(claim_id=claim.claim_id, source=claim.agent, quote=quote, method=method,
+                    overlap=round(overlap, 4), confidence=confidence,
+                    status="VERIFIED" if confidence in ("high", "medium") else "UNVERIFIED")
+
+
+def _rank(confidence: str) -> int:
+    return {"low": 0, "medium": 1, "high": 2}[confidence]
+
+
+def _confidence(claim_text: str, quote: str, source: str, method: str, overlap: float) -> str:
+    if method == "none" or not quote:
+        return "low"
+    share = support(claim_text, quote)
+    if method == "verbatim" and overlap >= 0.9 and share >= 0.6:
+        level = "high"
+    elif share >= (0.3 if method == "verbatim" else 0.6):
+        level = "medium"
+    else:
+        level = "low"
+    claim_ids = lexical.identifiers(claim_text)
+    if foreign_identifiers(claim_text, source):
+        return "low"
+    if claim_ids - set(lexical.words(quote)) - lexical.identifiers(quote) and level == "high":
+        return "medium"
+    return level
+
+
+def map_deterministic(claims: list[Claim], outputs: dict[str, AgentOutput]) -> list[Evidence]:
+    """The deterministic analyst's mapping: propose the best-matching source sentence, then `validate` it."""
+    mapped = []
+    for claim in claims:
+        output = outputs[claim.agent]
+        mapped.append(validate(claim, best_sentence(claim.text, output.text), output))
+    return mapped
+
+
+EVIDENCE_PROMPT = "astra/evidence"
+
+
+class LLMEvidenceItem(BaseModel):
+    """The passage the model quotes for one claim (by its number in the prompt)."""
+
+    model_config = ConfigDict(extra="forbid")
+    claim: int = Field(ge=1)
+    evidence: str
+    status: Literal["supported", "weak"]
+    confidence: Literal["high", "medium", "low"]
+    missing: str = ""
+
+
+class LLMEvidence(BaseModel):
+    """The evidence-mapping answer for one agent's claims."""
+
+    model_config = ConfigDict(extra="forbid")
+    items: list[LLMEvidenceItem]
+
+
+def map_llm(claims: list[Claim], outputs: dict[str, AgentOutput], *, incident_id: str, settings: Settings,
+            conn: duckdb.DuckDBPyConnection, model: str, run_id: str | None = None) -> list[Evidence]:
+    """Quotes proposed by an LLM (prompt ``astra/evidence``, one call per agent), each then `validate`d.
+
+    The model never gets the last word: its quote passes only the verbatim check, a "weak" answer or
+    a claim it skipped falls back to the keyword window, and its own confidence can only lower ours.
+    """
+    from faultline.llm import complete_json
+
+    mapped: dict[str, Evidence] = {}
+    for agent in dict.fromkeys(c.agent for c in claims):
+        mine = [c for c in claims if c.agent == agent]
+        listing = "\n".join(f"{i}. {c.text}" for i, c in enumerate(mine, start=1))
+        answer = complete_json(settings, conn, model=model, prompt=EVIDENCE_PROMPT, schema=LLMEvidence,
+                               stage="astra.evidence", incident_id=incident_id, run_id=run_id,
+                               variables={"agent": agent, "claims": listing, "agent_output": outputs[agent].text})
+        items = {item.claim: item for item in LLMEvidence.model_validate(answer).items}
+        for i, claim in enumerate(mine, start=1):
+            item = items.get(i)
+            quote = item.evidence if item is not None and item.status == "supported" else ""
+            mapped[claim.claim_id] = validate(claim, quote, outputs[agent],
+                                              claimed_confidence=item.confidence if item else "low")
+    return [mapped[c.claim_id] for c in claims]

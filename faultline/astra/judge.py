@@ -1,0 +1,218 @@
+"""The judge: five criteria, 1-5 each; any score <= 3 asks for a revision.
+
+The deterministic judge computes what is computable from the report, the claims, their evidence and
+the agents' outputs (it never sees ground truth):
+
+* **evidence_grounding** - share of the report's technical identifiers (`identifiers.find_identifiers`)
+  that occur in the agents' outputs or the ticket: >= 0.98 -> 5, >= 0.9 -> 4, >= 0.75 -> 3,
+  >= 0.5 -> 2, else 1; a report with no identifier at all gets 2 (nothing checkable); when fewer
+  than half of its evidence statements are verified facts it is capped at 3.
+* **root_cause_identification** - 5: a taxonomy label named, with devices, and supported by a
+  VERIFIED CAUSAL claim that mentions one of those devices; 4: label and a verified causal claim
+  mentioning the devices or the label's words (``blocked`` for ``bgp_acl_block``), without the device link; 3: a label/category without verified causal support, or a verified
+  causal claim without a label; 2: only a hedged root cause; 1: none stated.
+* **resolution_specificity** - 2 + 1 if the fix names a device, + 1 if it names a command or a
+  configuration object, + 1 if the verification names a concrete check (an identifier or a command
+  such as ping/curl/dig/show), - 1 if the fix is hedged; 1 when no fix is stated; clamped to 1..5.
+* **coverage** - the four dimensions symptom, evidence (a verified statement), root cause,
+  fix + verification: all four with an observed symptom -> 5, all four -> 4, three -> 3, two -> 2, else 1.
+* **focus** - share of the report's statements (evidence, root cause, fix) that mention the
+  incident's devices, its label (or the label's words) or an identifier from the ticket:
+  >= 0.8 -> 5, >= 0.6 -> 4, >= 0.4 -> 3, >= 0.2 -> 2, else 1; 2 when nothing anchors the incident.
+
+The LLM judge (prompt ``judge/judge``) scores the same criteria from the same inputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from faultline.astra import lexical
+from faultline.astra.identifiers import find_identifiers, untraceable
+from faultline.astra.records import (
+    CRITERIA,
+    AgentOutput,
+    Claim,
+    Evidence,
+    Incident,
+    JudgeScore,
+    Report,
+)
+from faultline.astra.report import HEDGE, NO_FIX, NO_ROOT_CAUSE, claims_block
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from faultline.config import Settings
+
+JUDGE_PROMPT = "judge/judge"
+REVISE_AT = 3  # a score at or below this on any criterion asks for another round
+DETERMINISTIC_JUDGE = "deterministic-judge"
+RULES_VERSION = "rules-" + hashlib.sha256((__doc__ or "").encode()).hexdigest()[:12]
+_COMMAND = re.compile(r"(?i)\b(vtysh|nft|iptables|ip (?:route|addr|address|link|neigh)|systemctl|dnsmasq|nginx|"
+                      r"frr|bgpd|ospfd|zebra|tc qdisc|firewall table|table|rule|route|neighbor|network \S+|"
+                      r"remote-as|area \d+|config\w*|dhcp-range|dhcp-option|resolv\.conf|mtu|acl|filter|"
+                      r"interface|address|daemon|process|service)\b")
+_CHECK = re.compile(r"(?i)\b(ping|curl|dig|nslookup|traceroute|show \w+|ip route|wget|udhcpc|lease|status)\b")
+
+
+def needs_revision(scores: list[JudgeScore]) -> bool:
+    """True when any criterion scored at or below 3."""
+    return any(s.score <= REVISE_AT for s in scores)
+
+
+def _band(share: float, cuts: tuple[float, float, float, float]) -> int:
+    return 5 - next((i for i, cut in enumerate(cuts) if share >= cut), 4)
+
+
+def grounding(report: Report, incident: Incident, outputs: dict[str, AgentOutput]) -> tuple[int, str]:
+    """evidence_grounding: traceable share of the report's identifiers (see module docstring)."""
+    found = find_identifiers(report.text.split("\n", 1)[-1])  # the title line only repeats the incident id
+    if not found:
+        return 2, "the report names no checkable identifier"
+    sources = [o.text for o in outputs.values()] + [incident.title, incident.description, incident.environment]
+    missing = untraceable(found, sources)
+    share = 1 - len(missing) / len(found)
+    score = _band(share, (0.98, 0.9, 0.75, 0.5))
+    reason = f"{len(found) - len(missing)}/{len(found)} identifiers traceable to agent outputs or the ticket"
+    if missing:
+        reason += f"; untraceable: {', '.join(sorted({m.value for m in missing})[:5])}"
+    facts = sum(1 for s in report.evidence if not s.startswith(HEDGE))
+    if report.evidence and facts * 2 < len(report.evidence) and score > 3:
+        score, reason = 3, reason + f"; only {facts}/{len(report.evidence)} evidence statements are verified"
+    return score, reason
+
+
+def _label_words(label: str | None) -> set[str]:
+    return {w for w in re.split(r"[_\W]+", (label or "").lower()) if len(w) >= 3 or w in ("ip",)}
+
+
+def _mentions(text: str, stems: set[str]) -> bool:
+    """True when a word of `text` starts with one of `stems` (``blocked`` mentions ``block``)."""
+    return any(word.startswith(stem) for word in lexical.words(text) for stem in stems)
+
+
+def root_cause(report: Report, claims: list[Claim], evidence: list[Evidence]) -> tuple[int, str]:
+    """root_cause_identification: label named and backed by a verified causal claim (see module docstring)."""
+    if not report.root_cause.strip() or report.root_cause == NO_ROOT_CAUSE:
+        return 1, "no root cause stated"
+    ok = {e.claim_id for e in evidence if e.status == "VERIFIED"}
+    devices = {d.lower() for d in report.devices}
+    words_of_label = _label_words(report.label or report.category)
+    support = [c for c in claims if c.tag == "CAUSAL" and c.claim_id in ok]
+    linked = [c for c in support if set(lexical.words(c.text)) & devices or _mentions(c.text, words_of_label)]
+    device_linked = [c for c in support if set(lexical.words(c.text)) & devices]
+    named = report.label or report.category
+    if report.label and devices and device_linked:
+        return 5, f"{report.label} on {', '.join(report.devices)}, backed by a verified causal claim"
+    if report.label and linked:
+        return 4, f"{report.label} backed by a verified causal claim, but not tied to a device"
+    if named and not report.root_cause.startswith(HEDGE):
+        return 3, f"{named} named without a verified causal claim tying it to the devices"
+    if support and not named:
+        return 3, "a verified causal claim, but no label or category from the taxonomy"
+    return 2, "the root cause is only hedged"
+
+
+def resolution(report: Report) -> tuple[int, str]:
+    """resolution_specificity: device, command/config object, concrete verification (see module docstring)."""
+    if not report.fix.strip() or report.fix == NO_FIX:
+        return 1, "no fix stated"
+    fix_words = set(lexical.words(report.fix))
+    device = any(d.lower() in fix_words for d in report.devices) or \
+        any(i.kind == "device" for i in find_identifiers(report.fix))
+    command = bool(_COMMAND.search(report.fix))
+    check_text = report.verification.split(": ", 1)[-1]
+    check = bool(_CHECK.search(report.verification)) or bool(find_identifiers(check_text))
+    hedged = HEDGE in report.fix
+    score = max(1, min(5, 2 + device + command + check - hedged))
+    parts = [f"device {'named' if device else 'missing'}", f"command/config {'named' if command else 'missing'}",
+             f"verification {'concrete' if check else 'generic'}"] + (["fix unconfirmed"] if hedged else [])
+    return score, "; ".join(parts)
+
+
+def coverage(report: Report) -> tuple[int, str]:
+    """coverage: symptom, evidence, root cause, fix + verification (see module docstring)."""
+    present = {
+        "symptom": bool(report.symptom.strip()),
+        "evidence": any(not s.startswith(HEDGE) for s in report.evidence),
+        "root cause": bool(report.root_cause.strip()) and report.root_cause != NO_ROOT_CAUSE,
+        "fix/verification": report.fix != NO_FIX and bool(report.fix.strip()) and bool(report.verification.strip()),
+    }
+    n = sum(present.values())
+    missing = [k for k, v in present.items() if not v]
+    observed = "Observed:" in report.symptom
+    score = 5 if n == 4 and observed else 4 if n == 4 else {3: 3, 2: 2}.get(n, 1)
+    reason = f"{n}/4 dimensions" + (f"; missing: {', '.join(missing)}" if missing else "")
+    return score, reason + ("" if observed or n < 4 else "; the symptom is only the reported one")
+
+
+def focus(report: Report, incident: Incident) -> tuple[int, str]:
+    """focus: share of statements anchored on the incident (see module docstring)."""
+    anchors = {d.lower() for d in report.devices}
+    anchors |= {report.label.lower()} if report.label else set()
+    anchors |= lexical.identifiers(f"{incident.title}\n{incident.description}")
+    stems = _label_words(report.label)
+    statements = [*report.evidence, report.root_cause, report.fix]
+    if not anchors and not stems:
+        return 2, "nothing in the report or ticket anchors the incident (no device, label or identifier)"
+    on_topic = sum(1 for s in statements if set(lexical.words(s)) & anchors or _mentions(s, stems))
+    share = on_topic / len(statements)
+    return _band(share, (0.8, 0.6, 0.4, 0.2)), f"{on_topic}/{len(statements)} statements about the incident"
+
+
+def judge_deterministic(incident: Incident, outputs: dict[str, AgentOutput], claims: list[Claim],
+                        evidence: list[Evidence], report: Report) -> list[JudgeScore]:
+    """Score one report on the five criteria by the documented rules."""
+    results = {
+        "root_cause_identification": root_cause(report, claims, evidence),
+        "resolution_specificity": resolution(report),
+        "evidence_grounding": grounding(report, incident, outputs),
+        "coverage": coverage(report),
+        "focus": focus(report, incident),
+    }
+    return [JudgeScore(incident_id=incident.incident_id, round=report.round, criterion=c, score=results[c][0],
+                       reason=results[c][1], judge=DETERMINISTIC_JUDGE, version=RULES_VERSION) for c in CRITERIA]
+
+
+class LLMScore(BaseModel):
+    """One criterion as the model scores it."""
+
+    model_config = ConfigDict(extra="forbid")
+    criterion: str
+    score: int = Field(ge=1, le=5)
+    reason: str
+
+
+class LLMJudgement(BaseModel):
+    """The judge's answer: one score per criterion."""
+
+    model_config = ConfigDict(extra="forbid")
+    scores: list[LLMScore] = Field(min_length=len(CRITERIA))
+
+
+def judge_llm(incident: Incident, outputs: dict[str, AgentOutput], claims: list[Claim], evidence: list[Evidence],
+              report: Report, *, settings: Settings, conn: duckdb.DuckDBPyConnection, model: str,
+              run_id: str | None = None) -> list[JudgeScore]:
+    """Score one report with an LLM judge (prompt ``judge/judge``); a criterion it skips is an invalid answer."""
+    from faultline.errors import FaultlineError
+    from faultline.llm import complete_json, load_prompt
+
+    agent_text = "\n\n".join(f"## {name} agent\n{o.text}" for name, o in outputs.items())
+    answer = complete_json(settings, conn, model=model, prompt=JUDGE_PROMPT, schema=LLMJudgement,
+                           stage="astra.judge", incident_id=incident.incident_id, run_id=run_id,
+                           variables={"ticket": f"{incident.title}\n{incident.description}".strip(),
+                                      "agent_outputs": agent_text, "claims": claims_block(claims, evidence),
+                                      "report": report.text})
+    by_name = {s.criterion: s for s in LLMJudgement.model_validate(answer).scores}
+    missing = [c for c in CRITERIA if c not in by_name]
+    if missing:
+        raise FaultlineError(f"the LLM judge {model} did not score {missing}",
+                             fix="check prompts/judge/judge.md lists all five criteria, or use another model")
+    version = load_prompt(JUDGE_PROMPT).sha256[:12]
+    return [JudgeScore(incident_id=incident.incident_id, round=report.round, criterion=c, score=by_name[c].score,
+                       reason=by_name[c].reason, judge=f"llm:{model}", version=version) for c in CRITERIA]

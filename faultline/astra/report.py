@@ -1,0 +1,223 @@
+"""The fault-analysis report: identification (symptom -> evidence -> root cause) and resolution (fix + verification).
+
+Verified claims are written as facts; unverified ones are kept but hedged ("Possibly (unconfirmed): ...").
+Label, category and devices come from the agents' outputs: the log agent's word first, then the
+domain agent's; the similarity agent's category is only a background hint used when neither names one
+(it never overrides log evidence). Devices named only by similar tickets belong to other incidents
+and are left out unless the ticket itself names them.
+
+Two writers produce the same `Report`: `write_deterministic` (templates over the claims) and
+`write_llm` (prompt ``astra/report``); both render their Markdown with `render_markdown`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from faultline.astra import lexical
+from faultline.astra.claims import technical_score
+from faultline.astra.records import AgentOutput, Claim, Evidence, Incident, Report
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from faultline.config import Settings
+
+REPORT_PROMPT = "astra/report"
+HEDGE = "Possibly (unconfirmed): "
+NO_ROOT_CAUSE = "Root cause not determined from the available evidence."
+NO_FIX = "No fix is supported by the evidence gathered so far."
+MAX_EVIDENCE = 8
+_AGENT_ORDER = ("log", "domain", "similarity")
+_FIX = re.compile(r"(?i)\b(fix\w*|delet\w*|remov\w*|restor\w*|restart\w*|re-?enabl\w*|re-?add\w*|reconfigur\w*|"
+                  r"roll ?back|replac\w*|re-?appl\w*|flush\w*|set |configure|no network|ip route|vtysh|nft )")
+_VERIFY = re.compile(r"(?i)\b(verif\w*|confirm\w*|re-?established|reconverged|came back|recovered|passes|"
+                     r"succeed\w*|restored|check that|show )")
+
+
+def _hedged(claim: Claim, ev: Evidence | None) -> str:
+    text = claim.text.rstrip()
+    text = text if text.endswith((".", "!", "?")) else text + "."
+    return text if ev is not None and ev.status == "VERIFIED" else HEDGE + text
+
+
+def pick_label(outputs: dict[str, AgentOutput]) -> tuple[str | None, str | None]:
+    """(label, category) named by the log agent, else the domain agent, else the similarity hint."""
+    for name in _AGENT_ORDER:
+        out = outputs.get(name)
+        if out is not None and (out.label or out.category):
+            return out.label, out.category or _category_of(out.label)
+    return None, None
+
+
+def _category_of(label: str | None) -> str | None:
+    if not label:
+        return None
+    from faultline.netlab.faults.catalogue import catalogue
+
+    return next((info.category for info in catalogue() if info.label == label), None)
+
+
+def pick_devices(incident: Incident, outputs: dict[str, AgentOutput]) -> list[str]:
+    """Devices the log and domain agents name, then similarity devices only if the ticket names them too."""
+    ticket_words = set(lexical.words(f"{incident.title}\n{incident.description}\n{incident.environment}"))
+    devices: list[str] = []
+    for name in _AGENT_ORDER:
+        out = outputs.get(name)
+        for device in out.devices if out else []:
+            if device in devices or (name == "similarity" and device.lower() not in ticket_words):
+                continue
+            devices.append(device)
+    return devices
+
+
+def pick_components(outputs: dict[str, AgentOutput]) -> list[str]:
+    """Fault-area components: what an agent states in ``data["components"]``, else similar tickets' by score."""
+    for name in _AGENT_ORDER:
+        out = outputs.get(name)
+        named = out.data.get("components") if out else None
+        if isinstance(named, list) and named and all(isinstance(c, str) for c in named):
+            return list(dict.fromkeys(named))
+    votes: dict[str, float] = {}
+    sim = outputs.get("similarity")
+    for ticket in (sim.data.get("tickets") or []) if sim else []:
+        if isinstance(ticket, dict):
+            for component in ticket.get("components") or []:
+                votes[component] = votes.get(component, 0.0) + float(ticket.get("score") or 0.0)
+    return [c for c, _ in sorted(votes.items(), key=lambda kv: -kv[1])][:1]
+
+
+def _relevance(claim: Claim, focus: set[str]) -> float:
+    ids = lexical.identifiers(claim.text)
+    return technical_score(claim.text) + 4 * len(ids & focus)
+
+
+def write_deterministic(incident: Incident, outputs: dict[str, AgentOutput], claims: list[Claim],
+                        evidence: list[Evidence], *, round_: int) -> Report:
+    """A template report over all claims so far (original and follow-up), the best grounded first."""
+    ev = {e.claim_id: e for e in evidence}
+    label, category = pick_label(outputs)
+    devices = pick_devices(incident, outputs)
+    focus = {d.lower() for d in devices} | ({label.lower()} if label else set())
+    focus |= lexical.identifiers(f"{incident.title} {incident.description}")
+
+    def verified(c: Claim) -> bool:
+        return c.claim_id in ev and ev[c.claim_id].status == "VERIFIED"
+
+    def rank(c: Claim) -> tuple[int, int, float, int]:
+        return (0 if verified(c) else 1, _AGENT_ORDER.index(c.agent), -_relevance(c, focus), c.round)
+
+    ordered = sorted(claims, key=rank)
+    symptoms = [c for c in ordered if c.tag == "SYMPTOMATIC"]
+    causes = [c for c in ordered if c.tag == "CAUSAL" and c.agent != "similarity"] or \
+             [c for c in ordered if c.tag == "CAUSAL"]
+    fixes = sorted((c for c in ordered if _FIX.search(c.text) and c.agent in ("domain", "similarity")),
+                   key=lambda c: (0 if verified(c) else 1, -_relevance(c, focus)))
+    checks = [c for c in ordered if _VERIFY.search(c.text) and c not in fixes[:1]]
+
+    symptom = f"Reported: {incident.title.strip()}."
+    if symptoms:
+        symptom += " Observed: " + _hedged(symptoms[0], ev.get(symptoms[0].claim_id))
+    chosen = _spread(ordered, MAX_EVIDENCE)
+    statements = [_hedged(c, ev.get(c.claim_id)) for c in chosen]
+
+    if label or category:
+        name = label or category
+        where = f" on {', '.join(devices)}" if devices else ""
+        root = f"{name}{f' ({category})' if label and category else ''}{where}."
+        if causes:
+            root += " " + ("Supported by: " if verified(causes[0]) else "Not yet confirmed; ") + \
+                _hedged(causes[0], ev.get(causes[0].claim_id))
+        else:
+            root = HEDGE + root + " No causal claim supports it yet."
+    elif causes:
+        root = _hedged(causes[0], ev.get(causes[0].claim_id))
+    else:
+        root = NO_ROOT_CAUSE
+    fix = _hedged(fixes[0], ev.get(fixes[0].claim_id)) if fixes else NO_FIX
+    if fixes and devices and not any(d.lower() in lexical.words(fix) for d in devices):
+        precedent = " (as in a similar resolved ticket)" if fixes[0].agent == "similarity" else ""
+        fix = f"On {devices[0]}{precedent}: {fix}"
+    verification = f"Repeat the failing check from the ticket and confirm it passes: {incident.title.strip()}."
+    if checks:
+        verification += " " + _hedged(checks[0], ev.get(checks[0].claim_id))
+    report = Report(incident_id=incident.incident_id, round=round_, symptom=symptom, evidence=statements,
+                    root_cause=root, fix=fix, verification=verification, label=label, category=category,
+                    devices=devices, components=pick_components(outputs), text="")
+    return report.model_copy(update={"text": render_markdown(report)})
+
+
+def _spread(ordered: list[Claim], limit: int) -> list[Claim]:
+    """The first `limit` claims, taking each agent's best claim before anyone's second."""
+    firsts = []
+    for name in _AGENT_ORDER:
+        first = next((c for c in ordered if c.agent == name), None)
+        if first is not None:
+            firsts.append(first)
+    rest = [c for c in ordered if c not in firsts]
+    return (firsts + rest)[:limit]
+
+
+def render_markdown(report: Report) -> str:
+    """The report as Markdown: identification, then resolution, then the fields."""
+    lines = [f"# Fault analysis: {report.incident_id} (round {report.round})", "", "## Identification", "",
+             f"**Symptom.** {report.symptom}", "", "**Evidence.**", ""]
+    lines += [f"- {s}" for s in report.evidence] or ["- (none)"]
+    lines += ["", f"**Root cause.** {report.root_cause}", "", "## Resolution", "", f"**Fix.** {report.fix}", "",
+              f"**Verification.** {report.verification}", ""]
+    fields = [("Label", report.label), ("Category", report.category), ("Devices", ", ".join(report.devices)),
+              ("Components", ", ".join(report.components))]
+    lines += [f"- {k}: {v}" for k, v in fields if v]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+class LLMReport(BaseModel):
+    """The report fields as the model returns them."""
+
+    model_config = ConfigDict(extra="forbid")
+    symptom: str
+    evidence: list[str] = Field(default_factory=list)
+    root_cause: str
+    fix: str
+    verification: str
+    label: str | None = None
+    category: str | None = None
+    devices: list[str] = Field(default_factory=list)
+    components: list[str] = Field(default_factory=list)
+
+
+def claims_block(claims: list[Claim], evidence: list[Evidence]) -> str:
+    """The claim-evidence mapping as the report and judge prompts see it: one line per claim."""
+    ev = {e.claim_id: e for e in evidence}
+    lines = []
+    for c in claims:
+        e = ev.get(c.claim_id)
+        status = e.status if e else "UNVERIFIED"
+        tag = f"[{c.tag}] " if c.tag else ""
+        quote = f' | evidence ({e.confidence}): "{e.quote}"' if e and e.quote else ""
+        lines.append(f"[{status}] ({c.agent}) {tag}{c.text}{quote}")
+    return "\n".join(lines)
+
+
+def write_llm(incident: Incident, outputs: dict[str, AgentOutput], claims: list[Claim], evidence: list[Evidence],
+              *, round_: int, settings: Settings, conn: duckdb.DuckDBPyConnection, model: str,
+              run_id: str | None = None, previous: Report | None = None, critique: str = "") -> Report:
+    """A report written by an LLM from the claim-evidence mapping (prompt ``astra/report``)."""
+    from faultline.llm import complete_json
+
+    sim = outputs.get("similarity")
+    hint = (sim.label or sim.category or "") if sim else ""
+    answer = complete_json(settings, conn, model=model, prompt=REPORT_PROMPT, schema=LLMReport,
+                           stage="astra.report", incident_id=incident.incident_id, run_id=run_id,
+                           variables={"ticket": f"{incident.title}\n{incident.description}".strip(),
+                                      "claims": claims_block(claims, evidence), "similarity_hint": hint or "none",
+                                      "previous_report": previous.text if previous else "none",
+                                      "critique": critique or "none"})
+    parsed = LLMReport.model_validate(answer)
+    report = Report(incident_id=incident.incident_id, round=round_, text="", **parsed.model_dump())
+    if not report.components:
+        report = report.model_copy(update={"components": pick_components(outputs)})
+    return report.model_copy(update={"text": render_markdown(report)})

@@ -1,0 +1,148 @@
+"""ASTRA on the command line: `faultline report INCIDENT` (a report with its claims and evidence) and
+`faultline eval astra --corpus DIR` (the evaluation against ground truth; registered in `cli/eval.py`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from faultline.cli.output import print_json, print_table
+
+
+def _analyst(llm: Optional[str]) -> str:
+    return f"llm:{llm}" if llm else "deterministic"
+
+
+def _scored(conn: Any, result: Any, incident: Any) -> Any:
+    """The evaluation of the result when the incident's truth is known, else None (never shown to the analysis)."""
+    from faultline.astra.eval_store import load_truth
+    from faultline.astra.evaluate import score_result
+
+    truth = load_truth(conn, incident.incident_id)
+    return score_result(result, incident, truth) if truth is not None and result.rounds else None
+
+
+def report_command(
+    ctx: typer.Context,
+    incident_id: str = typer.Argument(..., help="Incident id (or ticket id) in the warehouse."),
+    llm: Optional[str] = typer.Option(None, "--llm", help="litellm model for the LLM steps, e.g. "
+                                      "openai/gpt-4o-mini [default: the deterministic analyst]."),
+    rounds: int = typer.Option(5, "--rounds", min=1, max=5, help="Most judge/refine rounds."),
+    rerun: bool = typer.Option(False, "--rerun", help="Analyse again even if a stored analysis exists."),
+    as_json: bool = typer.Option(False, "--json", help="Print the analysis (and its evaluation) as JSON."),
+) -> None:
+    """Print the ASTRA report of INCIDENT: stored if already analysed, else analysed now and stored."""
+    from faultline import db
+    from faultline.astra.incident import load_incident
+    from faultline.astra.store import load_result, save_result
+
+    settings = ctx.obj
+    analyst = _analyst(llm)
+    conn = db.open_warehouse(settings)
+    try:
+        incident = load_incident(conn, incident_id)
+        result = None if rerun else load_result(conn, incident.incident_id, analyst)
+        stored = result is not None
+        if result is None:
+            from faultline.astra.engine import analyse
+
+            result = analyse(incident, settings=settings, conn=conn, analyst=analyst, max_rounds=rounds)
+            save_result(conn, result)
+        score = _scored(conn, result, incident)
+    finally:
+        conn.close()
+    if as_json:
+        print_json({"incident": incident.model_dump(mode="json"), "stored": stored,
+                    "result": result.model_dump(mode="json"),
+                    "evaluation": score.model_dump(mode="json") if score else None})
+        return
+    _print_report(result, score, stored)
+
+
+def _print_report(result: Any, score: Any, stored: bool) -> None:
+    final = result.rounds[-1]
+    typer.echo(final.report.text.rstrip())
+    typer.echo("")
+    status = {e.claim_id: e for e in result.evidence}
+    rows = []
+    for claim in result.claims:
+        ev = status.get(claim.claim_id)
+        rows.append([claim.round, claim.agent, claim.tag or "", ev.status if ev else "UNVERIFIED",
+                     ev.confidence if ev else "", claim.text, ev.quote if ev else ""])
+    print_table(["round", "agent", "tag", "evidence", "confidence", "claim", "quote"], rows,
+                title=f"claims and evidence ({len(result.claims)})")
+    round_rows = [[r.round, " ".join(f"{s.criterion}={s.score}" for s in r.scores), "yes" if r.revise else "no",
+                   len(r.followups), f"{r.elapsed_s:.2f}"] for r in result.rounds]
+    print_table(["round", "judge", "revise", "follow-ups", "seconds"], round_rows, title="rounds")
+    origin = "stored analysis" if stored else "new analysis (stored)"
+    typer.echo(f"{origin} by {result.analyst}, {result.elapsed_s:.2f} s")
+    if score is not None:
+        typer.echo(f"against ground truth: accuracy {score.accuracy}/5 ({score.accuracy_rule}); completeness "
+                   f"{score.completeness:.2f}; fabricated identifiers {len(score.fabricated)} of {score.identifiers}"
+                   + (f" ({', '.join(score.fabricated)})" if score.fabricated else ""))
+
+
+def eval_astra_command(
+    ctx: typer.Context,
+    corpus: Path = typer.Option(..., "--corpus", help="Corpus root with history/ and backlog/ (e.g. data/sample), "
+                                "or a folder of incidents; loaded if needed."),
+    extra: list[Path] = typer.Option([], "--with", help="More incident or doc folders to load as context "
+                                     "(history, documentation); repeatable."),
+    llm: Optional[str] = typer.Option(None, "--llm", help="litellm model for the LLM steps [default: deterministic]."),
+    rounds: int = typer.Option(5, "--rounds", min=1, max=5, help="Most judge/refine rounds per incident."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Evaluate only the first N incidents."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary and per-incident scores as JSON."),
+) -> None:
+    """Analyse every open incident of a corpus with ASTRA and score it: accuracy rubric, completeness,
+    fabricated identifiers, verified evidence, per-round means (rows in `evaluations`, method astra)."""
+    from faultline import db
+    from faultline.astra.batch import evaluate_incidents, load_corpus
+
+    settings = ctx.obj
+    conn = db.open_warehouse(settings)
+    try:
+        ids = load_corpus(conn, settings, corpus, extra=list(extra))[:limit]
+        batch = evaluate_incidents(conn, settings, ids, analyst=_analyst(llm), max_rounds=rounds,
+                                   progress=settings.progress and not as_json)
+    finally:
+        conn.close()
+    if as_json:
+        print_json(batch.as_dict())
+        return
+    _print_summary(batch)
+
+
+def _pct(value: Optional[float]) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _num(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _print_summary(batch: Any) -> None:
+    from faultline.astra.evaluate import summarise
+
+    s = summarise(batch.scores)
+    typer.echo(f"ASTRA evaluation run {batch.run_id}: {s.incidents} incidents scored ({s.faulty} faulty, "
+               f"{s.healthy} healthy), {len(batch.failures)} failed, {len(batch.skipped)} without ground truth")
+    print_table(["accuracy", "faulty incidents"], [[k, v] for k, v in sorted(s.accuracy_distribution.items())],
+                title="accuracy rubric (0-5) over faulty incidents")
+    print_table(["figure", "value"], [
+        ["accuracy >= 3", _pct(s.share_accuracy_ge3)], ["accuracy >= 4", _pct(s.share_accuracy_ge4)],
+        ["mean accuracy", _num(s.mean_accuracy)], ["healthy controls answered 'no fault'", _pct(s.healthy_correct)],
+        ["mean completeness", _pct(s.mean_completeness)],
+        ["reports with a fabricated identifier", _pct(s.reports_with_fabricated)],
+        ["fabricated identifiers (pooled)", _pct(s.fabricated_identifier_rate)],
+        ["claims with verified evidence", _pct(s.verified_share)],
+        ["mean accuracy delta (last - first round)", _num(s.mean_accuracy_delta)],
+        ["mean judge delta (last - first round)", _num(s.mean_judge_delta)],
+        ["seconds per incident (mean / max)", f"{_num(s.seconds_per_incident)} / {_num(s.max_seconds)}"],
+    ], title="summary")
+    print_table(["round", "incidents", "accuracy", "completeness", "judge mean"],
+                [[r.round, r.incidents, f"{r.accuracy:.2f}", _pct(r.completeness), _num(r.judge)]
+                 for r in s.per_round], title="per round")
+    for incident_id, message in sorted(batch.failures.items()):
+        typer.echo(f"failed {incident_id}: {message}")
