@@ -17,7 +17,7 @@ from tests.conftest import REPO
 SAMPLE = REPO / "data" / "sample"
 INCIDENTS = ["history/sample-history-001", "history/sample-history-016", "history/sample-history-030",
              "history/sample-history-036", "history/sample-history-037", "backlog/sample-backlog-020"]
-RESOLVED_LATE = {"NET-4592098", "NET-7126284"}  # 016 and 030: resolved 08:27 and 07:17
+RESOLVED_LATE = {"NET-4592098", "NET-7126284"}  # 016 and 030: resolved 2026-10-31 08:27 and 07:17
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +76,10 @@ def test_prefetch_only_returns_history_resolved_before_the_incident(env):
     from faultline.astra.prefetch import prefetch
 
     settings, conn, embedder = env
-    # as recorded, the backlog ticket was opened before any history ticket was resolved: nothing is eligible
-    assert prefetch(settings, conn, _incident(conn, "sample-backlog-020"), embedder=embedder).similar == []
-    opened = "2026-11-30T07:00:00+00:00"
+    # opened before any history ticket was resolved (the history is dated a month before the backlog): nothing
+    assert prefetch(settings, conn, _incident(conn, "sample-backlog-020", "2026-10-30T00:00:00+00:00"),
+                    embedder=embedder).similar == []
+    opened = "2026-10-31T07:00:00+00:00"
     result = prefetch(settings, conn, _incident(conn, "sample-backlog-020", opened), embedder=embedder)
     ids = [t.ticket_id for t in result.similar]
     assert ids and not RESOLVED_LATE & set(ids) and not RESOLVED_LATE & set(result.hybrid_ids)
