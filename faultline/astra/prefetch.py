@@ -7,9 +7,9 @@ this to tickets filed before it, the main job's rule); a reranker scores them in
 and the best ``astra_similar_k`` (5) at or above ``astra_similar_min_score`` are kept. The top two
 get their resolution trail (resolution note + last comments) for the TicketSimilarityAgent.
 
-Rerankers (`faultline.astra.rerank`): the deterministic default mixes the hybrid score, embedding
-similarity to the candidate's title + resolution, cross-field lexical overlap and identifier
-matches; the LLM reranker asks a model through the gateway.
+Rerankers (`faultline.astra.rerank`): the deterministic default mixes a reciprocal-rank prior on the
+candidate's hybrid-search place, title-to-title embedding similarity, cross-field lexical overlap
+and identifier matches; the LLM reranker asks a model through the gateway.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def query_text(incident: Incident) -> str:
 
 
 def _load_candidates(conn: duckdb.DuckDBPyConnection, ids: list[str], hybrid: dict[str, float],
-                     incident: Incident, cutoff: str) -> list[Candidate]:
+                     incident: Incident, cutoff: str, ranks: dict[str, int] | None = None) -> list[Candidate]:
     opened = _utc(incident.opened_at)
     cursor = conn.cursor()
     try:
@@ -94,7 +94,8 @@ def _load_candidates(conn: duckdb.DuckDBPyConnection, ids: list[str], hybrid: di
         found[ticket_id] = Candidate(ticket_id=ticket_id, title=title, description=description,
                                      resolution_note=note, components=list(components),
                                      resolved_at=resolved_utc.isoformat() if resolved_utc else None, comments=list(comments),
-                                     hybrid_score=hybrid.get(ticket_id, 0.0))
+                                     hybrid_score=hybrid.get(ticket_id, 0.0),
+                                     hybrid_rank=(ranks or {}).get(ticket_id, 0))
     return [found[i] for i in ids if i in found]
 
 
@@ -136,7 +137,8 @@ def prefetch(settings: Settings, conn: duckdb.DuckDBPyConnection, incident: Inci
                   mode="hybrid", where=eligibility_filter(incident, settings.astra_history_cutoff),
                   embedder=embedder)
     ids = [h.id for h in hits]
-    candidates = _load_candidates(conn, ids, {h.id: h.score for h in hits}, incident, settings.astra_history_cutoff)
+    candidates = _load_candidates(conn, ids, {h.id: h.score for h in hits}, incident, settings.astra_history_cutoff,
+                                  {h.id: n for n, h in enumerate(hits, start=1)})
     survivors = rerank(settings, incident, candidates, reranker)
     final = [(c, s) for c, s in survivors if s >= settings.astra_similar_min_score][: settings.astra_similar_k]
     similar = [

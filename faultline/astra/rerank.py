@@ -2,22 +2,30 @@
 
 `LexicalReranker` (deterministic, the default) combines four signals, each in [0, 1]:
 
-* the hybrid search score the candidate came with (what retrieval already knew),
-* embedding similarity between the incident and the candidate's *title + resolution note* (the
-  index embeds title + description; the resolution says what the fault was, a different view),
+* the candidate's place in the hybrid search, as a reciprocal-rank prior ``61 / (60 + rank)`` over the
+  whole candidate list (rank 1 scores 1.0): retrieval's order stays a strong, query-independent prior
+  and a batch of later candidates cannot outscore earlier ones on retrieval alone,
+* embedding similarity between the incident's *title* and the candidate's *title*: the same field on
+  both sides (the hybrid search already compares the full texts; a long incident text against a short
+  title or a resolution note the incident cannot have measured length, not likeness),
 * cross-field lexical coverage: the share of the incident's content words, weighted by how rare
   they are in the batch, found in the candidate's title, description and resolution,
 * identifier matches: the share of the incident's technical identifiers (IPs, interfaces, device
   names, FRR codes, labels) that the candidate mentions anywhere.
+
+Candidate title vectors are cached per process by (model, ticket id, content hash), so a history
+ticket met by many incidents is embedded once and an edited ticket is embedded again.
 
 `LLMReranker` asks a model through the gateway with the prompt file ``astra/rerank``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -34,6 +42,12 @@ if TYPE_CHECKING:
 WEIGHTS = {"hybrid": 0.35, "embedding": 0.30, "lexical": 0.20, "identifiers": 0.15}
 FIELD_WEIGHTS = {"title": 0.40, "description": 0.35, "resolution": 0.25}
 LLM_TEXT_CHARS = 600  # per candidate in the LLM prompt: enough for the gist, 20 fit one request
+RRF_K = 60  # the reciprocal-rank constant of Cormack, Clarke & Buettcher (SIGIR 2009), as in retrieval.search
+EMBED_CHARS = 1000
+CACHE_SIZE = 50_000  # candidate vectors kept per process (384 floats each: about 75 MB at most)
+
+_VECTORS: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
+_VECTORS_LOCK = threading.Lock()
 
 
 @dataclass
@@ -48,6 +62,7 @@ class Candidate:
     resolved_at: str | None
     comments: list[dict[str, Any]] = field(default_factory=list)
     hybrid_score: float = 0.0
+    hybrid_rank: int = 0  # 1-based place in the hybrid search's list; 0 = unknown (the score is used)
 
     @property
     def full_text(self) -> str:
@@ -64,6 +79,46 @@ class Reranker(Protocol):
 
 def _incident_text(incident: Incident) -> str:
     return "\n".join(p for p in (incident.title, incident.description, incident.environment) if p)
+
+
+def _embedder_key(embedder: Any) -> str:
+    name = getattr(embedder, "model_name", None)
+    return str(name) if isinstance(name, str) and name else f"{type(embedder).__qualname__}@{id(embedder)}"
+
+
+def cached_vectors(embedder: Any, items: list[tuple[str, str]]) -> list[Any]:
+    """Vectors of ``(ticket_id, text)`` pairs, embedding only those this process has not seen.
+
+    The key holds a hash of the text, so a ticket whose text changed is embedded afresh.
+    """
+    model = _embedder_key(embedder)
+    keys = [(model, tid, hashlib.sha1(text.encode("utf-8")).hexdigest()) for tid, text in items]
+    with _VECTORS_LOCK:
+        found = {k: _VECTORS[k] for k in keys if k in _VECTORS}
+        for k in found:
+            _VECTORS.move_to_end(k)
+    missing = list(dict.fromkeys(k for k in keys if k not in found))
+    if missing:
+        texts = {k: text for k, (_, text) in zip(keys, items)}
+        fresh = dict(zip(missing, embedder.embed([texts[k] for k in missing])))
+        found.update(fresh)
+        with _VECTORS_LOCK:
+            _VECTORS.update(fresh)
+            while len(_VECTORS) > CACHE_SIZE:
+                _VECTORS.popitem(last=False)
+    return [found[k] for k in keys]
+
+
+def clear_vector_cache() -> None:
+    """Forget every cached candidate vector (tests; a process that swaps models)."""
+    with _VECTORS_LOCK:
+        _VECTORS.clear()
+
+
+def _prior(cand: Candidate) -> float:
+    if cand.hybrid_rank > 0:
+        return (RRF_K + 1) / (RRF_K + cand.hybrid_rank)
+    return max(0.0, min(1.0, cand.hybrid_score))
 
 
 def _coverage(query: Counter[str], idf: dict[str, float], text: str) -> float:
@@ -93,15 +148,18 @@ class LexicalReranker:
         docs = [set(content_words(c.full_text)) for c in batch]
         idf = {w: math.log(1 + (len(batch) + 1) / (1 + sum(w in d for d in docs))) for w in query}
         query_ids = identifiers(query_text)
-        vectors = self.embedder.embed([query_text[:1000]] + [f"{c.title}\n{c.resolution_note}"[:1000] for c in batch])
+        # why titles: same field on both sides; a ticket without a title falls back to its full text
+        query_vec = self.embedder.embed([(incident.title.strip() or query_text)[:EMBED_CHARS]])[0]
+        cand_vecs = cached_vectors(self.embedder, [(c.ticket_id, (c.title.strip() or c.full_text)[:EMBED_CHARS])
+                                                   for c in batch])
         out: dict[str, dict[str, float]] = {}
         for n, cand in enumerate(batch):
             lexical = (FIELD_WEIGHTS["title"] * _coverage(query, idf, cand.title)
                        + FIELD_WEIGHTS["description"] * _coverage(query, idf, cand.description)
                        + FIELD_WEIGHTS["resolution"] * _coverage(query, idf, cand.resolution_note))
             ids = len(query_ids & identifiers(cand.full_text)) / len(query_ids) if query_ids else 0.0
-            cosine = float(vectors[0] @ vectors[n + 1])
-            out[cand.ticket_id] = {"hybrid": max(0.0, min(1.0, cand.hybrid_score)),
+            cosine = float(query_vec @ cand_vecs[n])
+            out[cand.ticket_id] = {"hybrid": _prior(cand),
                                    "embedding": max(0.0, cosine), "lexical": lexical, "identifiers": ids}
         return out
 
