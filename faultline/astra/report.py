@@ -2,8 +2,8 @@
 
 Verified claims are written as facts; unverified ones are kept but hedged ("Possibly (unconfirmed): ...").
 Label, category and devices come from the agents' outputs: the log agent's word first, then the
-domain agent's; the similarity agent's category is only a background hint used when neither names one
-(it never overrides log evidence). Devices named only by similar tickets belong to other incidents
+domain agent's; the similarity agent's weighted vote over its tickets' resolutions is used only when
+neither names one (it never overrides the incident's own log evidence). Devices named only by similar tickets belong to other incidents
 and are left out unless the ticket itself names them.
 
 Two writers produce the same `Report`: `write_deterministic` (templates over the claims) and

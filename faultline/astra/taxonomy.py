@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
 
 import yaml
 
@@ -83,3 +85,54 @@ def best_label(scores: dict[str, float]) -> str | None:
     """The highest-scoring label at or above ``MIN_LABEL_SCORE`` (ties: name order), else None."""
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
     return ranked[0][0] if ranked and ranked[0][1] >= MIN_LABEL_SCORE else None
+
+
+# --- Naming a label from prose (a resolution note): TF-IDF cosine against the labels' descriptions ---
+
+OUT_OF_LAB = "(not in this lab)"
+_SUFFIXES = ("ations", "ation", "ing", "ers", "ed", "es", "er", "ly", "s")
+
+
+def _stem(word: str) -> str:
+    """A crude suffix stripper (twice, so ``filtered`` and ``filter`` meet): enough for short operator prose."""
+    for _ in range(2):
+        for suffix in _SUFFIXES:
+            if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+                word = word[: -len(suffix)]
+                break
+    return word
+
+
+def _terms(text: str) -> Counter[str]:
+    from faultline.astra.lexical import content_words
+
+    return Counter(_stem(w) for w in content_words(text.replace("_", " ")))
+
+
+@dataclass(frozen=True)
+class _LabelIndex:
+    idf: dict[str, float]
+    vectors: dict[str, dict[str, float]]  # label -> unit TF-IDF vector of its name + summary
+
+
+def _unit(counts: Counter[str], idf: dict[str, float]) -> dict[str, float]:
+    weighted = {t: (1 + math.log(n)) * idf[t] for t, n in counts.items() if t in idf}
+    norm = math.sqrt(sum(v * v for v in weighted.values())) or 1.0
+    return {t: v / norm for t, v in weighted.items()}
+
+
+@lru_cache(maxsize=1)
+def _label_index() -> _LabelIndex:
+    docs = {name: _terms(f"{name} {info.summary}") for name, info in taxonomy().items()
+            if OUT_OF_LAB not in info.summary}
+    df = Counter(t for counts in docs.values() for t in counts)
+    idf = {t: math.log((len(docs) + 1) / (n + 0.5)) for t, n in df.items()}
+    return _LabelIndex(idf, {name: _unit(counts, idf) for name, counts in docs.items()})
+
+
+def classify_text(text: str) -> list[tuple[str, float]]:
+    """Labels ranked by how closely ``text`` describes them (cosine in [0, 1]), best first; labels at 0 left out."""
+    index = _label_index()
+    query = _unit(_terms(text), index.idf)
+    scores = [(name, sum(query.get(t, 0.0) * w for t, w in vector.items())) for name, vector in index.vectors.items()]
+    return sorted(((n, s) for n, s in scores if s > 0), key=lambda kv: (-kv[1], kv[0]))

@@ -4,6 +4,12 @@ Deterministic (default): for each similar ticket, the sentences of its resolutio
 the top two, its resolution trail) are split into cause and fix statements — ``Found:`` /
 ``Fix:`` prefixes when the note has them, fix verbs otherwise — and quoted verbatim. LLM: the
 tickets go to the model (prompt ``astra/similarity_agent``); quotes not found in the tickets are dropped.
+
+Both analysts then let the tickets vote on a taxonomy label (`vote_label`): each ticket's cause
+sentences are classified against the label descriptions (`taxonomy.classify_text`), a note saying
+"no fault" votes for no fault, and every vote weighs the ticket's rerank score. The agent names a
+label only when one gets at least ``CLEAR_SHARE`` of the voting weight (else a category alone, when
+one category does), and quotes the sentence that supports it.
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from faultline.astra.agents.base import AgentDeps, cap
-from faultline.astra.lexical import sentences
+from faultline.astra.lexical import identifiers, sentences
 from faultline.astra.records import AgentOutput, AgentTask, Finding, SimilarTicket
+from faultline.astra.taxonomy import classify_text, taxonomy
 
 TICKETS_SQL = """
 SELECT ticket_id, coalesce(description, ''), coalesce(resolution_note, '')
@@ -25,9 +32,84 @@ FROM tickets WHERE ticket_id IN (SELECT unnest(?::VARCHAR[]))
 """
 _FIX = re.compile(r"^(?:fix(?:ed)?|resolution|resolved|workaround)\s*:|\b(?:fix(?:ed|es)?|restor\w+|restart\w*|"
                   r"re-?enabl\w+|remov\w+|delet\w+|revert\w*|rolled back|replac\w+|re-?applied|added|patch\w*|"
-                  r"upgrad\w+|committed|corrected|changed)\b", re.I)
-_CAUSE = re.compile(r"^(?:found|cause|root cause)\s*:", re.I)
+                  r"upgrad\w+|committed|corrected|changed)\b", re.IGNORECASE)
+_CAUSE = re.compile(r"^(?:found|cause|root cause)\s*:", re.IGNORECASE)
 DESCRIPTION_CHARS = 300
+NO_FAULT = "no_fault"
+_NO_FAULT = re.compile(r"^(?:found:\s*)?(?:no fault|nothing was wrong|no problem was found)", re.IGNORECASE)
+MIN_NOTE_SCORE = 0.15  # cosine below this: the note describes no label well enough to vote
+CLEAR_SHARE = 0.6  # a label (or category) needs this share of the voting weight to be named
+_NOT_DEVICES = re.compile(r"^(?:\d|[0-9a-f]{2}[:-])|_(?:acl|block|down|missing|misconfig)")
+
+
+class LabelVote(BaseModel):
+    """The similar tickets' weighted vote on a taxonomy label, and the sentence behind the winner."""
+
+    model_config = ConfigDict(extra="forbid")
+    label: str | None = None
+    category: str | None = None
+    share: float = 0.0  # winner's share of the voting weight
+    weights: dict[str, float] = Field(default_factory=dict)  # label (or "no_fault") -> summed rerank score
+    ticket_id: str | None = None  # the strongest ticket behind the winner
+    sentence: str | None = None  # its cause sentence, verbatim
+
+
+def vote_label(tickets: list[SimilarTicket], notes: dict[str, str]) -> LabelVote:
+    """Classify each ticket's cause sentences and weigh the votes by rerank score (see the module docstring)."""
+    weights: Counter[str] = Counter()
+    support: dict[str, tuple[float, str, str]] = {}
+    for t in tickets:
+        causes, _ = split_resolution(notes.get(t.ticket_id, ""))
+        if not causes:
+            continue
+        if _NO_FAULT.match(causes[0]):
+            label, fit, sentence = NO_FAULT, 1.0, causes[0]
+        else:
+            ranked = classify_text(" ".join(causes))
+            if not ranked or ranked[0][1] < MIN_NOTE_SCORE:
+                continue
+            label, fit = ranked[0]
+            sentence = max(causes, key=lambda c: dict(classify_text(c)).get(label, 0.0))
+        weight = max(t.score, 0.0) * fit if label != NO_FAULT else max(t.score, 0.0)
+        weights[label] += weight
+        if weight > support.get(label, (-1.0, "", ""))[0]:
+            support[label] = (weight, t.ticket_id, sentence)
+    total = sum(weights.values())
+    if not total:
+        return LabelVote()
+    vote = LabelVote(weights={k: round(v, 4) for k, v in weights.most_common()})
+    best, weight = weights.most_common(1)[0]
+    if weight / total >= CLEAR_SHARE:
+        _, ticket_id, sentence = support[best]
+        category = None if best == NO_FAULT else taxonomy()[best].category
+        return vote.model_copy(update={"label": None if best == NO_FAULT else best, "category": category,
+                                       "share": weight / total, "ticket_id": ticket_id, "sentence": sentence})
+    by_category: Counter[str] = Counter()
+    for label, w in weights.items():
+        if label != NO_FAULT:
+            by_category[taxonomy()[label].category] += w
+    if by_category:
+        category, weight = by_category.most_common(1)[0]
+        if weight / total >= CLEAR_SHARE:
+            top = max((lb for lb in weights if lb != NO_FAULT and taxonomy()[lb].category == category),
+                      key=lambda lb: weights[lb])
+            _, ticket_id, sentence = support[top]
+            return vote.model_copy(update={"category": category, "share": weight / total, "ticket_id": ticket_id,
+                                           "sentence": sentence})
+    return vote
+
+
+def vote_text(vote: LabelVote) -> str:
+    """How the vote reads in the agent's output (empty when nobody voted)."""
+    if not vote.weights:
+        return ""
+    if vote.sentence is None:
+        spread = ", ".join(f"{k} {v:.2f}" for k, v in vote.weights.items())
+        return f"The similar tickets' resolutions do not agree on a fault label (weighted votes: {spread})."
+    named = f"label {vote.label} (category {vote.category})" if vote.label else \
+        f"category {vote.category}" if vote.category else "no fault"
+    return (f"The similar tickets' resolutions point to {named} ({100 * vote.share:.0f}% of the weighted vote). "
+            f"In {vote.ticket_id}: {vote.sentence}")
 
 
 def split_resolution(text: str) -> tuple[list[str], list[str]]:
@@ -90,6 +172,16 @@ class TicketSimilarityAgent:
                                elapsed_s=time.perf_counter() - started)
         texts = self._texts(tickets)
         output = self._llm(task, tickets, texts) if self.deps.model else self._deterministic(task, tickets, texts)
+        vote = vote_label(tickets, {tid: note for tid, (_, note) in texts.items()})
+        if vote.sentence is not None:
+            output.text = vote_text(vote) + "\n" + output.text
+            output.findings.insert(0, Finding(text=vote_text(vote), aspect="cause", quotes=[vote.sentence]))
+            output.label, output.category = vote.label, vote.category
+            if vote.label:
+                output.devices = sorted(i for i in identifiers(vote.sentence) if not _NOT_DEVICES.search(i))
+        elif vote.weights:
+            output.text += "\n" + vote_text(vote)
+        data["label_vote"] = vote.model_dump()
         output.data.update(data)
         output.elapsed_s = time.perf_counter() - started
         return output
