@@ -135,3 +135,21 @@ def test_a_broken_backend_is_an_error_row_not_a_crash() -> None:
     backend.probe = boom  # type: ignore[method-assign]
     diag = diagnose(backend, incident_id="x")
     assert diag.status == "error" and diag.submission is None and "network unreachable" in (diag.error or "")
+
+
+def test_eval_sade_scores_a_corpus_per_label_and_size_from_the_cli(run_cli, capsys) -> None:
+    run_cli("eval", "sade", "--corpus", str(SAMPLE / "history"), "--method", "sade", "--method", "flat",
+            "--limit", "6", "--json")
+    report = json.loads(capsys.readouterr().out)
+    overall = {s["method"]: s for s in report["summaries"]["overall"]}
+    assert set(overall) == {"sade", "flat"} and overall["sade"]["n"] == 6
+    assert {s["group"] for s in report["summaries"]["size"]} == {"s"}
+    labels = {s["group"] for s in report["summaries"]["label"]}
+    assert "arp_acl_block" in labels and len(report["incidents"]) == 12
+    first = report["incidents"][0]
+    assert first["submission"]["v1"]["root_cause_name"] == first["score"]["labels"]
+
+
+def test_eval_sade_names_a_missing_corpus_and_the_fix(run_cli, capsys) -> None:
+    run_cli("eval", "sade", "--corpus", "/nonexistent/corpus", expect_exit=2)
+    assert "no such corpus folder" in capsys.readouterr().err
