@@ -7,7 +7,13 @@ from collections.abc import Callable
 
 from faultline.sade.backend import Backend
 from faultline.sade.matcher import Match
-from faultline.sade.records import Diagnosis, RootCause, Submission, SubmissionV1, SubmissionV2
+from faultline.sade.records import (
+    Diagnosis,
+    RootCause,
+    Submission,
+    SubmissionV1,
+    SubmissionV2,
+)
 from faultline.sade.session import Session
 
 

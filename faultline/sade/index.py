@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from faultline.sade.initial import Symptoms
-from faultline.sade.scans.common import gateway_router, is_end, same_subnet
+from faultline.sade.scans.common import behind, gateway_router, is_end, same_subnet
 from faultline.sade.session import Session
 from faultline.sade.skills import SKILLS_DIR
 
@@ -59,8 +59,7 @@ def classify(s: Session, sym: Symptoms) -> list[LeadSymptom]:
             by_gw.setdefault(gw.name, []).append(name)
     grouped: set[str] = set()
     for gw, members in by_gw.items():
-        behind = [d.name for d in s.devices() if is_end(d) and (g := gateway_router(s, d)) and g.name == gw]
-        if len(members) >= 2 and set(behind) <= set(members):
+        if len(members) >= 2 and behind(s, {gw}) <= set(members):
             out.append(LeadSymptom("group_isolated", gw, members))
             grouped.update(members)
     for name in isolated:

@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from faultline.netlab.devices import Device
-from faultline.sade.scans.common import flag, gateway_router, is_end
+from faultline.sade.scans.common import behind, flag, gateway_router
 from faultline.sade.session import Session
 
 SCAN = "reachability_scan"
@@ -74,8 +74,7 @@ def _pair_leads(s: Session, rows: list, sym: Symptoms) -> None:
     leads: list[str] = []
     # a whole group behind one gateway is an upstream cascade: the gateway first
     for gw, members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-        peers = [d for d in s.devices() if is_end(d) and gateway_router(s, d) and gateway_router(s, d).name == gw]  # type: ignore[union-attr]
-        if gw and len(members) >= 2 and len(members) >= len(peers):
+        if gw and len(members) >= 2 and len(members) >= len(behind(s, {gw})):
             leads.append(gw)
     leads += sorted(isolated, key=lambda d: (-bad[d] / max(total[d], 1), -bad[d], d))
     for gw, members in groups.items():

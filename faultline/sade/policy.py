@@ -16,6 +16,7 @@ from faultline.sade.index import LeadSymptom, classify, families_for, redirects,
 from faultline.sade.initial import initial_scan
 from faultline.sade.matcher import Match, match
 from faultline.sade.scans import CHECKS_BY_NAME, PHASE_SCANS
+from faultline.sade.scans.common import behind
 from faultline.sade.session import Session
 from faultline.sade.skills import skill
 
@@ -48,8 +49,8 @@ def explains(matches: list[Match], leads: list[LeadSymptom], s: Session, tried: 
         elif lead.kind == "host_isolated":
             # an upstream fault explains an isolated host when the host, or every peer it fails with, is
             # behind the faulty router
-            behind = _behind(s, routers)
-            if lead.lead not in behind and not (lead.peers and set(lead.peers) <= behind):
+            hosts = behind(s, routers)
+            if lead.lead not in hosts and not (lead.peers and set(lead.peers) <= hosts):
                 return False
         elif not upstream:
             return False
@@ -57,12 +58,6 @@ def explains(matches: list[Match], leads: list[LeadSymptom], s: Session, tried: 
     if "dhcp" not in tried and any(f.attrs.get("dhcp_client") for f in s.flags if f.device in named):
         return False
     return True
-
-
-def _behind(s: Session, routers: set[str]) -> set[str]:
-    from faultline.sade.scans.common import gateway_router, is_end
-
-    return {d.name for d in s.devices() if is_end(d) and (g := gateway_router(s, d)) and g.name in routers}
 
 
 def _applies(s: Session, family: str) -> bool:

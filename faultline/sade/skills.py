@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from faultline.errors import FaultlineError
 
+
 def _skills_dir() -> Path:
     from faultline.llm.prompts import prompts_dir
 

@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
-from faultline.sade.records import Diagnosis, RootCause, Submission, SubmissionV1, SubmissionV2
+from faultline.sade.records import (
+    Diagnosis,
+    RootCause,
+    Submission,
+    SubmissionV1,
+    SubmissionV2,
+)
 from faultline.sade.scoring import IncidentScore, Truth
 
 DELETE_STEPS_SQL = "DELETE FROM sade_steps WHERE incident_id = ? AND method = ?"
@@ -48,7 +54,7 @@ ORDER BY g.incident_id
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _json(value: Any) -> str:

@@ -53,6 +53,11 @@ def gateway_router(s: Session, dev: Device) -> Device | None:
     return None
 
 
+def behind(s: Session, routers: set[str]) -> set[str]:
+    """End devices whose first hop is one of `routers`."""
+    return {d.name for d in s.devices() if is_end(d) and (g := gateway_router(s, d)) and g.name in routers}
+
+
 def is_end(dev: Device) -> bool:
     return dev.role in END_ROLES
 

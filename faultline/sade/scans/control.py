@@ -16,8 +16,8 @@ from faultline.sade.session import Session
 
 SCAN_FRR, SCAN_TC = "frr_snapshot", "tc_snapshot"
 DEFAULT_QDISCS = {"noqueue", "fq_codel", "mq", "pfifo_fast", "pfifo", "bfifo", "ingress", "clsact"}
-_NETWORK = re.compile(r"^\s*network (\S+)(?: area (\S+))?", re.M)
-_NULL0 = re.compile(r"^ip route (\S+) (?:Null0|blackhole)", re.M)
+_NETWORK = re.compile(r"^\s*network (\S+)(?: area (\S+))?", re.MULTILINE)
+_NULL0 = re.compile(r"^ip route (\S+) (?:Null0|blackhole)", re.MULTILINE)
 
 
 def control_scan(s: Session, dev: Device) -> None:
@@ -95,7 +95,7 @@ def _frr(s: Session, dev: Device) -> None:
                  f"{sorted(areas_before)})", family="ospf", vs_baseline=True, areas=sorted(areas_now - areas_before))
 
 
-_NEIGHBOR_AS = re.compile(r"^\s*neighbor (\S+) remote-as (\S+)", re.M)
+_NEIGHBOR_AS = re.compile(r"^\s*neighbor (\S+) remote-as (\S+)", re.MULTILINE)
 
 
 def _peer_as_check(s: Session, dev: Device, local_as: str) -> None:

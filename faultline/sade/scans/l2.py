@@ -54,7 +54,7 @@ def _interfaces(s: Session, dev: Device) -> None:
             other = _mac_owner(s, iface.mac, dev)
             flag(s, SCAN, dev, "mac_changed", f"{name}: link/ether {iface.mac} (baseline {b.mac})",
                  family="mac", vs_baseline=True, ifname=name, mac=iface.mac, other=other)
-        elif iface.mac and (other := _mac_seen_elsewhere(s, iface.mac, dev)):
+        elif iface.mac and (other := _mac_owner(s, iface.mac, dev, baseline=False)):
             flag(s, SCAN, dev, "mac_changed", f"{name}: link/ether {iface.mac} also on {other}", family="mac",
                  ifname=name, mac=iface.mac, other=other)
     if is_end(dev) and dev.addresses:
@@ -93,24 +93,13 @@ def _addresses(s: Session, dev: Device, now: dict) -> None:
         flag(s, SCAN, dev, "ip_wrong", text, family="host_ip", ifname="eth0")
 
 
-def _mac_owner(s: Session, mac: str, dev: Device) -> str | None:
-    """The device that had this MAC in the baseline (baseline lookups are free)."""
-    for d in s.devices():
-        if d.name == dev.name:
-            continue
-        base = s.baseline("ip_addr", dev=d.name)
-        if base and any(i.mac == mac for i in base.record.interfaces if i.ifname != "lo"):
-            return d.name
-    return _mac_seen_elsewhere(s, mac, dev)
-
-
-def _mac_seen_elsewhere(s: Session, mac: str, dev: Device) -> str | None:
-    for d in s.devices():
-        if d.name == dev.name:
-            continue
-        out = s.seen("ip_addr", dev=d.name)
-        if out and any(i.mac == mac for i in out.record.interfaces if i.ifname != "lo"):
-            return d.name
+def _mac_owner(s: Session, mac: str, dev: Device, *, baseline: bool = True) -> str | None:
+    """Another device carrying this MAC: in the baseline (free) first, else in what this diagnosis has seen."""
+    for source in ((s.baseline, s.seen) if baseline else (s.seen,)):
+        for d in s.devices():
+            out = source("ip_addr", dev=d.name) if d.name != dev.name else None
+            if out and any(i.mac == mac for i in out.record.interfaces if i.ifname != "lo"):
+                return d.name
     return None
 
 

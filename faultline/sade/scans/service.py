@@ -112,8 +112,8 @@ def _dhcp_config(s: Session, dev: Device) -> None:
     path, text = _read(s, dev, "/dnsmasq.conf")
     if not text:
         return
-    ranges = re.findall(r"^dhcp-range=set:(\w+),([\d.]+)", text, re.M)
-    options = re.findall(r"^dhcp-option=tag:(\w+),option:([\w-]+),([\d.]+)", text, re.M)
+    ranges = re.findall(r"^dhcp-range=set:(\w+),([\d.]+)", text, re.MULTILINE)
+    options = re.findall(r"^dhcp-option=tag:(\w+),option:([\w-]+),([\d.]+)", text, re.MULTILINE)
     dns_ips = {p[0] for d in s.devices("dns") for a in d.addresses if (p := ipv4(a))}
     for tag, option, value in options:
         owner = owner_of(s, value)
@@ -134,7 +134,7 @@ def _web_config(s: Session, dev: Device) -> None:
     if dev.role not in ("web", "lb"):
         return
     path, text = _read(s, dev, "/nginx.conf")
-    if text and (m := re.search(r"^\s*limit_rate\s+\S+;", text, re.M)):
+    if text and (m := re.search(r"^\s*limit_rate\s+\S+;", text, re.MULTILINE)):
         flag(s, SCAN_S, dev, "web_rate_limited", f"{path}: {m.group(0).strip()}", family="resource")
 
 
