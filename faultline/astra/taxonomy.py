@@ -19,20 +19,39 @@ MIN_LABEL_SCORE = 0.5  # below this the log evidence names no label (a single we
 
 @dataclass(frozen=True)
 class Signal:
-    """A regex over raw log lines and how specific it is (0-1)."""
+    """A regex over raw log lines and how specific it is (0-1).
+
+    ``context``: when set, a line only counts if the same device's logs also have a line matching it
+    (the same ``dnsmasq ... exiting`` means a DNS outage on a resolver, a DHCP outage on a DHCP server).
+    ``final``: only the last line of its file counts (a daemon that exited and never came back, as
+    opposed to one restarted with a new configuration).
+    """
 
     pattern: re.Pattern[str]
+    weight: float
+    context: re.Pattern[str] | None = None
+    final: bool = False
+
+
+@dataclass(frozen=True)
+class Volume:
+    """A volume rule: one device's ``file`` (name without .gz) holds >= ``min_lines`` and >= ``ratio`` x its peers' median."""
+
+    file: str
+    ratio: float
+    min_lines: int
     weight: float
 
 
 @dataclass(frozen=True)
 class Label:
-    """One taxonomy label: its category, summary and log signals."""
+    """One taxonomy label: its category, summary, log signals and volume rules."""
 
     label: str
     category: str
     summary: str
     signals: tuple[Signal, ...]
+    volumes: tuple[Volume, ...] = ()
 
 
 @lru_cache(maxsize=1)
@@ -42,9 +61,13 @@ def taxonomy() -> dict[str, Label]:
     labels: dict[str, Label] = {}
     for category, body in data["categories"].items():
         for name, spec in body["labels"].items():
-            signals = tuple(Signal(re.compile(s["re"], re.IGNORECASE), float(s["weight"]))
+            signals = tuple(Signal(re.compile(s["re"], re.IGNORECASE), float(s["weight"]),
+                                   re.compile(s["context"], re.IGNORECASE) if s.get("context") else None,
+                                   bool(s.get("final")))
                             for s in spec.get("signals") or [])
-            labels[name] = Label(name, category, spec.get("summary", ""), signals)
+            volumes = tuple(Volume(v["file"], float(v["ratio"]), int(v["min_lines"]), float(v["weight"]))
+                            for v in spec.get("volume") or [])
+            labels[name] = Label(name, category, spec.get("summary", ""), signals, volumes)
     return labels
 
 

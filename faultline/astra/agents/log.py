@@ -4,8 +4,10 @@ It runs the log pipeline (five-level filter with Level-5 keywords from the ticke
 pre-fetched tickets, noise suppression, DRAIN3 templates, capped excerpt; stored in
 `log_excerpts` for the task's round), then analyses the excerpt:
 
-* deterministic (default): the taxonomy's log signals score labels; the key lines are the matched
-  lines, then fault lines sharing the most ticket words; the causal chain is those lines in time order;
+* deterministic (default): the taxonomy's signals, fired over the incident's whole log and discounted
+  by how often they fire in the history's logs (`faultline.astra.log_signals`), score labels; the key
+  lines are the lines behind the strongest signals, then the excerpt's fault lines sharing the most
+  ticket words; the causal chain is the strongest signals, then those lines in time order;
 * LLM: the excerpt and the taxonomy go to the model (prompt ``astra/log_agent``); quotes that are
   not lines of the excerpt, and labels outside the taxonomy, are dropped.
 """
@@ -19,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from faultline.astra.agents.base import AgentDeps, cap
 from faultline.astra.records import AgentOutput, AgentTask, Finding
-from faultline.astra.taxonomy import best_label, match_lines, taxonomy
+from faultline.astra.taxonomy import best_label, taxonomy
 
 KEY_LINES = 8
 LLM_EXCERPT_CHARS = 12_000
@@ -87,38 +89,61 @@ class LogAgent:
         return output
 
     def _deterministic(self, task: AgentTask, excerpt) -> AgentOutput:
-        lines = [line for line in excerpt.lines if line.annotation is None]
-        scores, matches = match_lines(line.text for line in lines)
+        from faultline.astra.log_signals import score_incident
+
+        cursor = self.deps.conn.cursor()
+        try:
+            scores, hits = score_incident(cursor, task.incident)
+        finally:
+            cursor.close()
         label = best_label(scores)
         info = taxonomy().get(label) if label else None
-        by_text = {line.text: line for line in lines}
-        chosen: list = []
-        for match in sorted(matches, key=lambda m: (-(m.label == label), -m.weight)):
-            if match.line not in [c.text for c in chosen]:
-                chosen.append(by_text[match.line])
-        faults = [line for line in lines if {"L1", "L2", "L3", "L4"} & set(line.levels) and line not in chosen]
+        lines = [line for line in excerpt.lines if line.annotation is None]
+        findings: list[Finding] = []
+        key_texts: list[str] = []
+        cause_devices: list[str] = []
+        scores_top = max((h.weight for h in hits if h.label == label), default=0.0)
+        for hit in sorted(hits, key=lambda h: (h.label != label, -h.weight)):
+            if len(findings) >= KEY_LINES or hit.weight <= 0:
+                break
+            quoted = [line.text for line in hit.lines if line.text.strip() not in key_texts]
+            if not quoted:
+                continue
+            device = hit.lines[0].device or "a device"
+            is_cause = hit.label == label
+            if is_cause and hit.weight >= 0.5 * scores_top:  # weak supporting signals do not name devices
+                cause_devices += [line.device for line in hit.lines if line.device and line.device not in cause_devices]
+            text = f"{device}: {hit.note}" if ":volume:" in hit.key else f"{device} logged: {quoted[0].strip()}"
+            findings.append(Finding(text=text, aspect="cause" if is_cause else "symptom", quotes=quoted[:2]))
+            key_texts += [q.strip() for q in quoted[:2]]
+        faults = [line for line in lines
+                  if {"L1", "L2", "L3", "L4"} & set(line.levels) and line.text.strip() not in key_texts]
         faults.sort(key=lambda line: -_shared_terms(line.text, excerpt.ticket_terms))
-        key = (chosen + faults)[:KEY_LINES]
-        cause_lines = {m.line for m in matches if m.label == label}
-        findings = [Finding(text=f"{line.host or 'a device'} logged ({line.severity or 'no severity'}"
-                                 f"{', ' + line.component if line.component else ''}): {line.text.strip()}",
-                            aspect="cause" if line.text in cause_lines else "symptom", quotes=[line.text])
-                    for line in key]
-        ordered = sorted(key, key=lambda line: (line.ts is None, line.ts or 0, line.source_file, line.line_no))
-        chain = [f"{line.host or '?'}: {cap(line.text.strip(), 160)}" for line in ordered]
-        devices = sorted({line.host for line in key if line.host and line.text in cause_lines}) or \
-            sorted({line.host for line in key if line.host})
+        shown = faults[: max(0, KEY_LINES - len(findings))]
+        for line in shown:
+            findings.append(Finding(text=f"{line.host or 'a device'} logged ({line.severity or 'no severity'}"
+                                         f"{', ' + line.component if line.component else ''}): {line.text.strip()}",
+                                    aspect="symptom", quotes=[line.text]))
+            key_texts.append(line.text.strip())
+        ordered = sorted(shown, key=lambda line: (line.ts is None, line.ts or 0, line.source_file, line.line_no))
+        chain = [f"{h.lines[0].device or '?'}: {cap(h.lines[0].text.strip(), 160)}" for h in hits[:3] if h.weight > 0]
+        chain += [f"{line.host or '?'}: {cap(line.text.strip(), 160)}" for line in ordered]
+        devices = cause_devices or sorted({line.host for line in faults[:KEY_LINES] if line.host})
         hosts = sorted({line.host for line in lines if line.host})
-        parts = [f"Log analysis: {excerpt.input_lines} log lines from {len(hosts)} device(s) "
-                 f"({', '.join(hosts[:12])}); the filter kept {len(excerpt.lines)} lines."]
+        parts = [(f"Log analysis: {excerpt.input_lines} log lines from {len(hosts)} source(s) "
+                  f"({', '.join(hosts[:12])}); the filter kept {len(excerpt.lines)} lines.")]
         if info:
+            support = [h for h in hits if h.label == label]
             parts.append(f"Root-cause category: {info.category}; label: {info.label} ({info.summary}), "
-                         f"named by {len(cause_lines)} matching log line(s) on {', '.join(devices)}.")
+                         f"named by {len(support)} log signal(s) on {', '.join(devices)}: "
+                         + "; ".join(h.note for h in support) + ".")
         else:
             parts.append("The log lines match no fault label of the taxonomy strongly enough to name one.")
-        if key:
+        if findings:
             parts.append("Key log lines (verbatim):")
-            parts.extend(f"- {line.text.strip()}" for line in key)
+            for f in findings:
+                parts.append(f"- {f.text}")
+                parts.extend(f"  {q.strip()}" for q in f.quotes if q.strip() not in f.text)
             parts.append("Causal chain (time order): " + " -> ".join(chain))
         else:
             parts.append("No error, fault, state-change or anomaly lines were found in the logs.")
@@ -126,6 +151,8 @@ class LogAgent:
                            category=info.category if info else None, label=label, devices=devices,
                            data={"input_lines": excerpt.input_lines, "excerpt_lines": len(excerpt.lines),
                                  "level_counts": excerpt.level_counts, "label_scores": scores,
+                                 "signals": [{"label": h.label, "signal": h.key, "weight": h.weight,
+                                              "history_df": h.df, "note": h.note} for h in hits[:20]],
                                  "causal_chain": chain, "ticket_terms": list(excerpt.ticket_terms)})
 
     def _llm(self, task: AgentTask, excerpt) -> AgentOutput:
