@@ -128,7 +128,7 @@ class LogAgent:
         ordered = sorted(shown, key=lambda line: (line.ts is None, line.ts or 0, line.source_file, line.line_no))
         chain = [f"{h.lines[0].device or '?'}: {cap(h.lines[0].text.strip(), 160)}" for h in hits[:3] if h.weight > 0]
         chain += [f"{line.host or '?'}: {cap(line.text.strip(), 160)}" for line in ordered]
-        devices = cause_devices or sorted({line.host for line in faults[:KEY_LINES] if line.host})
+        devices = cause_devices  # without a label the logs blame no device (fault lines alone are symptoms)
         hosts = sorted({line.host for line in lines if line.host})
         parts = [(f"Log analysis: {excerpt.input_lines} log lines from {len(hosts)} source(s) "
                   f"({', '.join(hosts[:12])}); the filter kept {len(excerpt.lines)} lines.")]
