@@ -60,10 +60,31 @@ def sample_backlog(corpus: Path, work: Path, rounds: int) -> dict[str, Any]:
         "seconds_per_incident": (summary["seconds_per_incident"] or 1e9) < GOALS["seconds_per_incident"],
     }
     return {"corpus": str(corpus), "evaluated": len(ids), "failures": batch.failures, "load_s": round(load_s, 1),
-            "summary": summary, "goals": GOALS, "goals_met": met,
+            "summary": summary, "goals": GOALS, "goals_met": met, "by_family": by_family(corpus, batch.scores),
             "incidents": [{"incident_id": s.incident_id, "accuracy": s.accuracy, "rule": s.accuracy_rule,
                            "fabricated": s.fabricated, "rounds": len(s.rounds), "elapsed_s": s.elapsed_s}
                           for s in batch.scores]}
+
+
+def by_family(corpus: Path, scores: list[Any]) -> dict[str, dict[str, Any]]:
+    """Faulty incidents per fault family of their (first) true label: n and share with accuracy >= 3.
+
+    Reads each incident folder's ground_truth.json (the benchmark may; the analysis never does).
+    """
+    from faultline.astra.rubric import taxonomy
+
+    tax = taxonomy()
+    groups: dict[str, list[int]] = {}
+    for score in scores:
+        path = next((p for p in (corpus / "backlog" / score.incident_id / "ground_truth.json",
+                                  corpus / score.incident_id / "ground_truth.json") if p.is_file()), None)
+        if path is None or not score.is_faulty:
+            continue
+        labels = json.loads(path.read_text())["v1"].get("root_cause_names") or []
+        family = tax.families.get(labels[0], "?") if labels else "?"
+        groups.setdefault(family, []).append(score.accuracy)
+    return {f: {"faulty": len(v), "share_accuracy_ge3": round(sum(a >= 3 for a in v) / len(v), 3)}
+            for f, v in sorted(groups.items())}
 
 
 def _rank(ids: list[str], targets: set[str]) -> int | None:
@@ -139,6 +160,8 @@ def _print(report: dict[str, Any]) -> None:
             ["accuracy delta last-first round (mean)", f"{s['mean_accuracy_delta'] or 0:+.2f}", "", ""],
             ["judge delta last-first round (mean)", f"{s['mean_judge_delta'] or 0:+.2f}", "", ""],
         ])
+        print_table(["fault family (truth)", "faulty", "accuracy >= 3"],
+                    [[f, v["faulty"], fmt(v["share_accuracy_ge3"])] for f, v in part["by_family"].items()])
         print_table(["round", "incidents", "accuracy", "completeness", "judge"],
                     [[r["round"], r["incidents"], f"{r['accuracy']:.2f}", f"{r['completeness']:.2f}",
                       "-" if r["judge"] is None else f"{r['judge']:.2f}"] for r in s["per_round"]])
