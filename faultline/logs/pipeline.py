@@ -253,11 +253,6 @@ def lines_for_incident(conn: duckdb.DuckDBPyConnection, incident_id: str) -> pl.
     return conn.sql(_LINES_SQL, params=[incident_id]).pl()
 
 
-def lines_for_incident(conn: duckdb.DuckDBPyConnection, incident_id: str) -> pl.DataFrame:
-    """The log_lines rows ingested for one incident (its devices' logs), by file and line."""
-    return conn.sql(_LINE_SELECT + "WHERE incident_id = ? ORDER BY source_file, line_no", params=[incident_id]).pl()
-
-
 def lines_for_files(conn: duckdb.DuckDBPyConnection, source_files: Sequence[str]) -> pl.DataFrame:
     """The log_lines rows of the given (ingested) files, by file and line."""
     return conn.sql(_FILE_LINES_SQL, params=[list(source_files)]).pl()
