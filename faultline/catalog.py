@@ -21,13 +21,15 @@ class TableDoc:
 
 
 def load_table_docs(folder: Path | None = None) -> dict[str, TableDoc]:
-    """Read every table's documentation file, keyed by table name."""
-    folder = folder or warehouse_dir() / "tables"
+    """Read every table's documentation file, keyed by table name (by default the tables and the marts)."""
+    paths = sorted(folder.glob("*.yml")) if folder else \
+        sorted((warehouse_dir() / "tables").glob("*.yml")) + sorted((warehouse_dir() / "marts").glob("*.yml"))
     docs: dict[str, TableDoc] = {}
-    for path in sorted(folder.glob("*.yml")):
+    for path in paths:
         data = yaml.safe_load(path.read_text()) or {}
-        docs[data.get("table", path.stem)] = TableDoc(
-            table=data.get("table", path.stem),
+        name = data.get("table") or data.get("mart") or path.stem
+        docs[name] = TableDoc(
+            table=name,
             grain=str(data.get("grain") or ""),
             description=str(data.get("description") or ""),
             columns={str(k): str(v or "") for k, v in (data.get("columns") or {}).items()},

@@ -50,6 +50,8 @@ def _register() -> None:
     app.add_typer(corpus.app, name="corpus")
     app.add_typer(mcp.app, name="mcp")
     app.add_typer(eval_cli.app, name="eval")
+    from faultline.cli import marts as marts_cli
+    app.add_typer(marts_cli.app, name="marts")
     app.command("index")(search.index_command)
     app.command("run")(run.run_command)
     app.command("diagnose")(sade.diagnose_command)
