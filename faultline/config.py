@@ -126,6 +126,26 @@ class Settings(BaseSettings):
         "actions count); a single reminder is given at half the budget."
     )
 
+    # --- nightly run (flows/nightly.py): task runner, concurrency, retries per kind of work ---
+    nightly_task_runner: Literal["threads", "dask"] = Field(
+        "threads", description="Task runner of the nightly flow: a thread pool in the flow's process, or a local "
+        "Dask cluster (prefect-dask) whose workers run in the flow's process (the warehouse is one DuckDB file with "
+        "a single writer)."
+    )
+    nightly_workers: int = Field(2, ge=1, description="Incidents analysed at the same time by the nightly run.")
+    nightly_llm_retries: int = Field(
+        2, ge=0, description="Retries of an ASTRA task (its LLM calls) before the incident becomes a failure row."
+    )
+    nightly_llm_retry_delay_s: float = Field(10.0, ge=0, description="Seconds between ASTRA task retries.")
+    nightly_probe_retries: int = Field(
+        1, ge=0, description="Retries of a SADE task (its network probes) before the incident becomes a failure row."
+    )
+    nightly_probe_retry_delay_s: float = Field(2.0, ge=0, description="Seconds between SADE task retries.")
+    nightly_sql_retries: int = Field(
+        2, ge=0, description="Retries of the warehouse steps (ingest, marts refresh) on a transient error."
+    )
+    nightly_sql_retry_delay_s: float = Field(1.0, ge=0, description="Seconds between warehouse-step retries.")
+
     @classmethod
     def settings_customise_sources(
         cls,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,3 +142,29 @@ def run_query(conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | Non
 def open_warehouse(settings: "Settings", *, auto_migrate: bool = True) -> duckdb.DuckDBPyConnection:
     """`connect()` with the warehouse path and memory cap from the settings."""
     return connect(settings.duckdb_path, auto_migrate=auto_migrate, memory_limit=settings.duckdb_memory_limit)
+
+
+_SHARED: dict[str, duckdb.DuckDBPyConnection] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_warehouse(settings: "Settings") -> duckdb.DuckDBPyConnection:
+    """The process's one read-write connection to the settings' warehouse, opened on first use.
+
+    A DuckDB file has a single writer process, so concurrent work (Prefect's thread pool, in-process
+    Dask workers) shares this connection and takes a ``.cursor()`` per unit of work.
+    """
+    key = str(Path(settings.duckdb_path).resolve())
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = open_warehouse(settings)
+        return _SHARED[key]
+
+
+def release_shared_warehouse(settings: "Settings") -> None:
+    """Close the process's shared connection to the settings' warehouse (if open)."""
+    key = str(Path(settings.duckdb_path).resolve())
+    with _SHARED_LOCK:
+        conn = _SHARED.pop(key, None)
+    if conn is not None:
+        conn.close()

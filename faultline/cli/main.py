@@ -56,6 +56,8 @@ def _register() -> None:
     app.command("run")(run.run_command)
     app.command("diagnose")(sade.diagnose_command)
     app.command("report")(astra.report_command)
+    from faultline.cli import nightly as nightly_cli
+    app.command("nightly")(nightly_cli.nightly_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,78 @@
+"""`faultline nightly`: tonight's run (the nightly flow) on demand, with a progress bar or plain lines."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from faultline.cli.output import print_json, print_table
+
+
+def nightly_command(
+    ctx: typer.Context,
+    corpus: Optional[Path] = typer.Option(None, "--corpus", help="Ingest this corpus folder first (history/, backlog/, "
+                                          "docs/); without it the warehouse's open tickets are the backlog."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Analyse only the first N incidents with work."),
+    incident: list[str] = typer.Option([], "--incident", help="Only this incident or ticket id; repeatable."),
+    llm: Optional[str] = typer.Option(None, "--llm", help="litellm model for every LLM step (default: the "
+                                      "deterministic analyst)."),
+    network: str = typer.Option("snapshot", "--network", help="snapshot (recorded incidents) | lab (the live lab)."),
+    rounds: int = typer.Option(5, "--rounds", min=1, max=5, help="Most ASTRA judge/refine rounds."),
+    as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
+) -> None:
+    """Run the nightly flow now: analyse the backlog both ways, evaluate, refresh the marts."""
+    summary = run_nightly(ctx.obj, corpus=corpus, limit=limit, incidents=incident or None, llm_model=llm,
+                          network_backend=network, max_rounds=rounds, progress=not as_json)
+    if as_json:
+        print_json(summary)
+        return
+    print_summary(summary)
+    typer.echo(f"\nwarehouse: {ctx.obj.duckdb_path}  (try: faultline db sql \"select * from mart_sade_metrics\")")
+
+
+def run_nightly(settings, *, progress: bool, **params) -> dict:
+    """Run the flow with a progress reporter installed (a bar on a terminal, lines otherwise)."""
+    from faultline.nightly.progress import line_reporter, set_reporter
+    from flows.nightly import nightly_flow, tonight
+
+    corpus = params.pop("corpus", None)
+    bar = None
+    if progress and sys.stderr.isatty():
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       console=Console(stderr=True))
+        task_id = bar.add_task("analysing", total=None)
+        bar.start()
+        set_reporter(lambda message, done, total: bar.update(task_id, completed=done, total=total,
+                                                             description=message[:60]))
+    elif progress:
+        set_reporter(line_reporter)
+    try:
+        return nightly_flow(corpus=str(corpus) if corpus else None, settings=settings, night=tonight(), **params)
+    finally:
+        set_reporter(None)
+        if bar is not None:
+            bar.stop()
+
+
+def print_summary(summary: dict) -> None:
+    """The run summary table, failures and skips."""
+    from faultline.nightly.summary import NightSummary
+
+    s = NightSummary.model_validate(summary)
+    typer.echo(f"nightly run {s.run_id} (Prefect flow run {s.prefect_flow_run_id}): backlog {s.backlog}")
+    print_table(["method", "analysed", "failed", "skipped", "scored", "score", "meaning", "seconds"],
+                [[r["method"], r["analysed"], r["failed"], r["skipped"], r["scored"],
+                  "-" if r["score"] is None else r["score"], r["score_meaning"], r["seconds"]]
+                 for r in s.per_method()])
+    for f in s.failures:
+        typer.echo(f"  failed  {f.method} {f.incident_id}: {f.error_type}: {f.message[:150]}")
+    if s.marts:
+        typer.echo("marts: " + ", ".join(f"{k} ({v})" for k, v in s.marts.items()))
+    if s.dashboard:
+        typer.echo(f"dashboards: {s.dashboard}")

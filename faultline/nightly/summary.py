@@ -1,0 +1,83 @@
+"""The nightly run's summary: counts per method, failures, skips, scores, stage times — and its Markdown."""
+
+from __future__ import annotations
+
+from statistics import mean
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from faultline.nightly.work import Outcome
+
+
+class Failure(BaseModel):
+    """One incident x method that failed tonight (its traceback is in run_failures)."""
+
+    model_config = ConfigDict(extra="forbid")
+    incident_id: str
+    method: str
+    error_type: str
+    message: str
+
+
+class Skip(BaseModel):
+    """One incident x method that cannot run, with why."""
+
+    model_config = ConfigDict(extra="forbid")
+    incident_id: str
+    method: str
+    reason: str
+
+
+class NightSummary(BaseModel):
+    """What one nightly run did."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: str
+    prefect_flow_run_id: str | None = None
+    backlog: int  # open incidents with work (or a skip to record) tonight
+    outcomes: list[Outcome] = Field(default_factory=list)
+    failures: list[Failure] = Field(default_factory=list)
+    skips: list[Skip] = Field(default_factory=list)
+    marts: dict[str, int] = Field(default_factory=dict)  # mart -> rows
+    dashboard: str | None = None  # index.html of the built dashboards
+    stage_seconds: dict[str, float] = Field(default_factory=dict)
+
+    def per_method(self) -> list[dict[str, object]]:
+        """One row per method: analysed, failed, skipped, scored, mean score, seconds."""
+        rows = []
+        for method in ("astra", "sade"):
+            done = [o for o in self.outcomes if o.method == method]
+            scored = [o.accuracy for o in done if o.accuracy is not None]
+            rows.append({
+                "method": method, "analysed": len(done),
+                "failed": sum(f.method == method for f in self.failures),
+                "skipped": sum(s.method == method for s in self.skips),
+                "scored": len(scored),
+                "score": round(mean(scored), 3) if scored else None,
+                "score_meaning": "mean rubric accuracy 0-5" if method == "astra" else "mean RCA F1 0-1",
+                "seconds": round(sum(o.seconds for o in done), 1)})
+        return rows
+
+
+def markdown(summary: NightSummary) -> str:
+    """The run summary as the Prefect markdown artifact shows it."""
+    lines = [f"# Faultline nightly run `{summary.run_id}`", "",
+             f"Backlog tonight: **{summary.backlog}** incident(s).", "",
+             "| method | analysed | failed | skipped | scored | score | meaning | seconds |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in summary.per_method():
+        lines.append(f"| {r['method']} | {r['analysed']} | {r['failed']} | {r['skipped']} | {r['scored']} | "
+                     f"{'-' if r['score'] is None else r['score']} | {r['score_meaning']} | {r['seconds']} |")
+    if summary.failures:
+        lines += ["", "## Failures", "", "| incident | method | error | message |", "|---|---|---|---|"]
+        lines += [f"| {f.incident_id} | {f.method} | {f.error_type} | {f.message[:160].replace('|', '/')} |"
+                  for f in summary.failures]
+    if summary.skips:
+        lines += ["", "## Skipped", "", "| incident | method | reason |", "|---|---|---|"]
+        lines += [f"| {s.incident_id} | {s.method} | {s.reason} |" for s in summary.skips[:50]]
+    if summary.marts:
+        lines += ["", "## Marts", "", ", ".join(f"`{k}` ({v} rows)" for k, v in summary.marts.items())]
+    if summary.dashboard:
+        lines += ["", f"Dashboards: `{summary.dashboard}`"]
+    lines += ["", "Stage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in summary.stage_seconds.items())]
+    return "\n".join(lines) + "\n"

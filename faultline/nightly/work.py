@@ -1,0 +1,105 @@
+"""One unit of nightly work: analyse one incident with one method, store it, score it when the truth is known.
+
+Plain functions over a DuckDB connection (a cursor of the run's connection); the Prefect tasks in
+`tasks/nightly.py` wrap them with names, retries and concurrency. A unit either returns an `Outcome`
+or raises — the flow turns a raise into a `run_failures` row and a ``failed`` ledger entry.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import duckdb
+from pydantic import BaseModel, ConfigDict
+
+from faultline.config import Settings
+from faultline.errors import FaultlineError
+from faultline.nightly.backlog import BacklogItem
+
+
+class Outcome(BaseModel):
+    """What one unit produced, for the run summary (the full results are in the warehouse)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    incident_id: str
+    method: str  # astra | sade
+    label: str | None = None  # the fault named (ASTRA: report label or category; SADE: v1 root cause)
+    devices: list[str] = []
+    scored: bool = False  # ground truth existed and evaluations were written
+    accuracy: float | None = None  # when scored: ASTRA's rubric 0-5; SADE's RCA F1 (detection for healthy truths)
+    probe_calls: int | None = None
+    llm_calls: int = 0
+    seconds: float
+
+
+def run_astra(settings: Settings, conn: duckdb.DuckDBPyConnection, item: BacklogItem, *,
+              analyst: str = "deterministic", max_rounds: int = 5, run_id: str | None = None) -> Outcome:
+    """ASTRA's report for one incident, stored per round, scored against its truth when there is one."""
+    from faultline.astra.engine import analyse
+    from faultline.astra.eval_store import load_truth, save_scores
+    from faultline.astra.evaluate import score_result
+    from faultline.astra.incident import load_incident
+    from faultline.astra.store import save_result
+
+    started = time.perf_counter()
+    incident = load_incident(conn, item.incident_id)
+    result = analyse(incident, settings=settings, conn=conn, analyst=analyst, max_rounds=max_rounds, run_id=run_id)
+    save_result(conn, result, run_id=run_id)
+    final = result.rounds[-1].report
+    accuracy = None
+    truth = load_truth(conn, item.incident_id)
+    if truth is not None:
+        score = score_result(result, incident, truth)
+        save_scores(conn, [score], {item.incident_id: truth}, run_id=run_id)
+        accuracy = float(score.accuracy)
+    calls = conn.execute("SELECT count(*) FROM llm_calls WHERE incident_id = ? AND run_id = ?",
+                         [item.incident_id, run_id]).fetchall()[0][0] if run_id else 0
+    return Outcome(incident_id=item.incident_id, method="astra", label=final.label or final.category,
+                   devices=list(final.devices), scored=truth is not None, accuracy=accuracy, llm_calls=int(calls),
+                   seconds=round(time.perf_counter() - started, 3))
+
+
+def run_sade(settings: Settings, conn: duckdb.DuckDBPyConnection, item: BacklogItem, *,
+             network_backend: str = "snapshot", llm_model: str | None = None, run_id: str | None = None) -> Outcome:
+    """SADE's diagnosis for one incident on its network backend, stored, scored when the truth is known."""
+    from faultline.sade.backend import lab_backend, snapshot_backend
+    from faultline.sade.engine import diagnose
+    from faultline.sade.scoring import score_incident
+    from faultline.sade.skills import skill_of_label
+    from faultline.sade.store import load_truths, save_diagnosis, save_scores
+
+    started = time.perf_counter()
+    if network_backend == "snapshot":
+        if not item.snapshot_path:
+            raise FaultlineError(f"{item.incident_id} has no recorded snapshot", fix="record one or use the lab backend")
+        backend = snapshot_backend(Path(item.snapshot_path))
+    elif network_backend == "lab":
+        backend = lab_backend(settings)
+    else:
+        raise FaultlineError(f"unknown network backend {network_backend!r}", fix="use snapshot or lab")
+    run_policy, policy = None, "deterministic"
+    if llm_model:
+        from faultline.sade.llm_policy import llm_policy_runner
+
+        run_policy, policy = llm_policy_runner(settings, model=llm_model, incident_id=item.incident_id)
+    diag = diagnose(backend, incident_id=item.incident_id, policy=policy, run_policy=run_policy)
+    if diag.status == "error":  # the backend failed: a failure row, not an answer
+        raise FaultlineError(f"SADE could not probe {item.incident_id}: {diag.error}",
+                             fix="check the incident's snapshot file or the lab")
+    save_diagnosis(conn, diag, run_id=run_id)
+    sub = diag.submission
+    truth = load_truths(conn).get(item.incident_id)
+    accuracy = None
+    if truth is not None:
+        family = skill_of_label(truth.labels[0]) if truth.labels else "healthy"
+        score = score_incident(truth, sub.v1 if sub else None, sub.v2 if sub else None, method="sade", family=family)
+        save_scores(conn, [score], run_id=run_id)
+        metrics = score.metrics()
+        accuracy = metrics.get("rca_f1", metrics["detection"])  # healthy truths have detection only
+    return Outcome(incident_id=item.incident_id, method="sade",
+                   label=(", ".join(sub.v1.root_cause_name) if sub.v1.is_anomaly else "healthy") if sub else None,
+                   devices=list(sub.v1.faulty_devices) if sub else [], scored=truth is not None,
+                   accuracy=None if accuracy is None else float(accuracy), probe_calls=diag.probe_calls,
+                   seconds=round(time.perf_counter() - started, 3))

@@ -1,0 +1,206 @@
+"""The nightly flow on real recorded incidents: both analyses per incident, failures as rows, resume, Dask.
+
+A small corpus (history + backlog + docs of the sample, by symlink) is ingested once per module; the flow
+runs on Prefect's ephemeral API and the deterministic analyst, never a real LLM.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import REPO
+
+SAMPLE = REPO / "data" / "sample"
+HISTORY = [f"sample-history-{n:03d}" for n in (3, 4, 9, 15, 16, 37, 40, 42)]
+BACKLOG = ["sample-backlog-004", "sample-backlog-009", "sample-backlog-042", "sample-backlog-047"]
+
+
+def _link(source, target):
+    """The incident folder's entries as symlinks (the corpus walk does not follow a symlinked folder)."""
+    target.mkdir(parents=True)
+    for entry in source.iterdir():
+        (target / entry.name).symlink_to(entry)
+
+
+def _corpus(root, backlog, *, broken=()):
+    for name in HISTORY:
+        _link(SAMPLE / "history" / name, root / "history" / name)
+    for name in backlog:
+        if name in broken:  # a copy whose snapshot is not a snapshot: SADE cannot probe it
+            shutil.copytree(SAMPLE / "backlog" / name, root / "backlog" / name)
+            with gzip.open(root / "backlog" / name / "snapshot.json.gz", "wt") as handle:
+                handle.write("{not json")
+        else:
+            _link(SAMPLE / "backlog" / name, root / "backlog" / name)
+    (root / "docs").symlink_to(SAMPLE / "docs")
+    return root
+
+
+def _settings(base, **extra):
+    from faultline.config import Settings
+
+    return Settings(duckdb_path=base / "fl.duckdb", lancedb_dir=base / "lancedb", progress=False,
+                    log_default_year=2026, nightly_llm_retries=0, nightly_probe_retries=0, **extra)
+
+
+def _rows(settings, sql, params=()):
+    from faultline import db
+
+    conn = db.connect(settings.duckdb_path)
+    try:
+        return conn.execute(sql, list(params)).fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def night(tmp_path_factory):
+    """One nightly run over the corpus (one incident's snapshot broken); its settings, corpus and summary."""
+    from flows.nightly import nightly_flow
+
+    base = tmp_path_factory.mktemp("nightly")
+    corpus = _corpus(base / "corpus", BACKLOG, broken=("sample-backlog-009",))
+    settings = _settings(base)
+    summary = nightly_flow(corpus=str(corpus), settings=settings, max_rounds=2)
+    return settings, corpus, summary
+
+
+def test_every_backlog_incident_is_analysed_both_ways_and_evaluated(night):
+    settings, _, summary = night
+    done = _rows(settings, "SELECT incident_id, method FROM analysis_ledger WHERE status = 'done'")
+    assert {(i, "astra") for i in BACKLOG} <= set(done)
+    assert {(i, "sade") for i in BACKLOG if i != "sample-backlog-009"} <= set(done)
+    scored = _rows(settings, "SELECT DISTINCT incident_id, method FROM evaluations WHERE method IN ('astra', 'sade')")
+    assert {(i, "astra") for i in BACKLOG} <= set(scored)
+    marts = _rows(settings, "SELECT count(*) FROM mart_sade_metrics WHERE method = 'sade'")[0][0]
+    assert marts > 0 and summary["marts"]["mart_agreement"] >= 3
+    by_method = {o["method"]: o for o in summary["outcomes"] if o["incident_id"] == "sample-backlog-042"}
+    assert by_method["astra"]["label"] == "web_dos_attack" and by_method["sade"]["label"] == "web_dos_attack"
+
+
+def test_a_failed_incident_is_a_row_and_the_run_goes_on(night):
+    settings, _, summary = night
+    (stage, error_type, message), = _rows(settings, "SELECT stage, error_type, message FROM run_failures "
+                                                    "WHERE incident_id = 'sample-backlog-009'")
+    assert stage == "sade" and error_type == "FaultlineError" and "sample-backlog-009" in message
+    assert _rows(settings, "SELECT status FROM analysis_ledger WHERE incident_id = 'sample-backlog-009' "
+                           "AND method = 'sade'") == [("failed",)]
+    status, = _rows(settings, "SELECT status FROM runs WHERE run_id = ?", [summary["run_id"]])[0]
+    assert status == "completed_with_failures"
+    assert [f["incident_id"] for f in summary["failures"]] == ["sample-backlog-009"]
+
+
+def test_task_runs_are_named_by_incident_and_the_summary_is_an_artifact(night):
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey, FlowRunFilter, FlowRunFilterId
+
+    settings, _, summary = night
+
+    async def read():
+        async with get_client() as client:
+            parent = await client.read_flow_run(summary["prefect_flow_run_id"])
+            runs = await client.read_task_runs()
+            artifacts = await client.read_artifacts(artifact_filter=ArtifactFilter(
+                key=ArtifactFilterKey(any_=["nightly-summary"])),
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[parent.id])))
+            return parent, runs, artifacts
+
+    parent, runs, artifacts = asyncio.run(read())
+    assert parent.name.startswith("nightly ")
+    names = {r.name for r in runs}
+    assert {f"astra: {i}" for i in BACKLOG} <= names and "sade: sample-backlog-042" in names
+    assert artifacts and "sample-backlog-009" in artifacts[0].data and "| astra |" in artifacts[0].data
+
+
+def test_running_the_same_night_again_duplicates_nothing(night):
+    from flows.nightly import nightly_flow
+
+    settings, corpus, _ = night
+    keys = {"astra_rounds": "incident_id, analyst, round", "submissions": "incident_id, method",
+            "evaluations": "incident_id, method, metric", "claims": "claim_id", "analysis_ledger": "incident_id, method"}
+    before = {t: _rows(settings, f"SELECT count(*) FROM {t}")[0][0] for t in keys}
+    again = nightly_flow(corpus=str(corpus), settings=settings, max_rounds=2)
+    assert [o for o in again["outcomes"] if o["method"] == "astra"] == []  # nothing left but the failed SADE one
+    assert {(f["incident_id"], f["method"]) for f in again["failures"]} == {("sample-backlog-009", "sade")}
+    for table, key in keys.items():
+        total, distinct = _rows(settings, f"SELECT count(*), count(DISTINCT ({key})) FROM {table}")[0]
+        assert total == distinct == before[table], table
+
+
+def test_an_imported_ticket_without_a_network_gets_astra_and_a_recorded_skip(night):
+    from faultline import db
+    from flows.nightly import nightly_flow
+
+    settings, _, _ = night
+    conn = db.connect(settings.duckdb_path)
+    conn.execute("INSERT INTO tickets (ticket_id, source, title, description, status, content_hash, source_file, "
+                 "source_record, first_ingested_at, ingested_at, created_at) VALUES ('OPS-1', 'jira', "
+                 "'BGP session to the core flaps', 'Peers keep going down since noon.', 'Open', 'h1', 'x.jsonl', 1, "
+                 "now(), now(), now())")
+    conn.close()
+    summary = nightly_flow(settings=settings, incidents=["OPS-1"], max_rounds=1)
+    assert [(o["incident_id"], o["method"]) for o in summary["outcomes"]] == [("OPS-1", "astra")]
+    assert [(s["incident_id"], s["method"]) for s in summary["skips"]] == [("OPS-1", "sade")]
+    (status, reason), = _rows(settings, "SELECT status, reason FROM analysis_ledger WHERE incident_id = 'OPS-1' "
+                                        "AND method = 'sade'")
+    assert status == "skipped" and "no lab incident" in reason
+
+
+def test_an_edited_ticket_is_analysed_again_on_a_dask_cluster(night):
+    from flows.nightly import nightly_flow
+
+    settings, _, _ = night
+    from faultline import db
+
+    conn = db.connect(settings.duckdb_path)
+    conn.execute("UPDATE tickets SET description = description || ' (edited)', content_hash = 'edited' "
+                 "WHERE ticket_id = (SELECT ticket_id FROM incidents WHERE incident_id = 'sample-backlog-042')")
+    conn.close()
+    dask = settings.model_copy(update={"nightly_task_runner": "dask"})
+    summary = nightly_flow(settings=dask, incidents=["sample-backlog-042"], max_rounds=1)
+    assert sorted(o["method"] for o in summary["outcomes"]) == ["astra", "sade"]
+    assert _rows(settings, "SELECT count(*) FROM astra_rounds WHERE incident_id = 'sample-backlog-042'")[0][0] == 1
+
+
+def test_a_run_killed_mid_way_resumes_without_redoing_finished_incidents(tmp_path):
+    from flows.nightly import nightly_flow
+
+    corpus = _corpus(tmp_path / "corpus", BACKLOG)
+    settings = _settings(tmp_path, nightly_workers=1)
+    argv = [sys.executable, "-m", "faultline.cli.main", "--db", str(settings.duckdb_path), "--lancedb",
+            str(settings.lancedb_dir), "nightly", "--corpus", str(corpus), "--rounds", "2"]
+    env = {**os.environ, "FAULTLINE_LOG_DEFAULT_YEAR": "2026", "FAULTLINE_NIGHTLY_WORKERS": "1"}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+                            cwd=REPO, start_new_session=True)
+    finished: list[str] = []
+    deadline = time.monotonic() + 600
+    for line in proc.stdout:  # "[n/N] astra sample-backlog-004: ..." per finished unit
+        if line.startswith("[") and " astra " in line:
+            finished.append(line.split()[2].rstrip(":"))
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+        assert time.monotonic() < deadline, "the nightly run never finished an incident"
+    proc.wait(timeout=60)
+    assert len(finished) == 1, "the run was not killed mid-way"
+    first_run = _rows(settings, "SELECT incident_id, method, run_id FROM analysis_ledger WHERE status = 'done'")
+    assert (finished[0], "astra") in {(i, m) for i, m, _ in first_run}
+    resumed = nightly_flow(corpus=str(corpus), settings=settings, max_rounds=2)
+    redone = {(o["incident_id"], o["method"]) for o in resumed["outcomes"]}
+    assert not redone & {(i, m) for i, m, _ in first_run}  # finished work is not done again
+    ledger = _rows(settings, "SELECT incident_id, method, run_id FROM analysis_ledger WHERE status = 'done'")
+    assert {(i, m) for i, m, _ in ledger} == {(i, m) for i in BACKLOG for m in ("astra", "sade")}
+    assert set(first_run) <= set(ledger)  # the first run's outcomes keep its run id
+    for table, key in {"astra_rounds": "incident_id, analyst, round", "submissions": "incident_id, method",
+                       "evaluations": "incident_id, method, metric"}.items():
+        total, distinct = _rows(settings, f"SELECT count(*), count(DISTINCT ({key})) FROM {table}")[0]
+        assert total == distinct, table
