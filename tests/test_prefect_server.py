@@ -123,3 +123,46 @@ def test_main_job_runs_as_one_flow_with_a_task_per_step(prefect_api, tmp_path):
         assert input_lines == own > 0
     for item in result["evidence"]:
         assert {hit["id"] for hit in item["similar"]} <= history  # only resolved history is "similar"
+
+
+def test_the_adhoc_deployment_runs_through_a_worker_and_is_read_back_through_the_api(prefect_api, tmp_path):
+    """prefect.yaml deploys; a process worker runs the ad-hoc deployment with parameters; the API shows it done."""
+    from tests.conftest import REPO
+    from tests.test_nightly import _corpus
+
+    corpus = _corpus(tmp_path / "corpus", ["sample-backlog-042", "sample-backlog-047"])
+    env = {**os.environ, "PREFECT_API_URL": prefect_api["url"], "PREFECT_HOME": str(prefect_api["home"]),
+           "FAULTLINE_DUCKDB_PATH": str(tmp_path / "fl.duckdb"), "FAULTLINE_LANCEDB_DIR": str(tmp_path / "lance"),
+           "FAULTLINE_LOG_DEFAULT_YEAR": "2026", "FAULTLINE_PROGRESS": "false", "PWD": str(REPO)}
+    prefect = [sys.executable, "-m", "prefect", "--no-prompt"]
+
+    def run(*args, cwd=REPO, timeout=300):
+        done = subprocess.run([*prefect, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        assert done.returncode == 0, f"prefect {' '.join(args)}: {done.stdout[-2000:]} {done.stderr[-2000:]}"
+        return done.stdout
+
+    run("work-pool", "create", "faultline", "--type", "process")
+    run("deploy", "--all")
+    deployments = httpx.post(f"{prefect_api['url']}/deployments/filter", json={}, timeout=10).json()
+    by_name = {d["name"]: d for d in deployments}
+    assert set(by_name) >= {"nightly", "adhoc"}
+    (schedule,) = by_name["nightly"]["schedules"]
+    assert schedule["schedule"]["cron"] == "30 2 * * *" and schedule["schedule"]["timezone"] == "UTC"
+    out = run("deployment", "run", "faultline-nightly/adhoc", "--param", f"corpus={corpus}", "--param", "limit=1",
+              "--param", "max_rounds=1")
+    flow_run_id = next(w for w in out.split() if len(w) == 36 and w.count("-") == 4)
+    run("worker", "start", "--pool", "faultline", "--run-once", "--install-policy", "never", cwd=tmp_path,
+        timeout=600)  # the worker exits 0 even when the flow fails: the state is read below
+    flow_run = _flow_run(prefect_api, flow_run_id)
+    assert flow_run["state_type"] == "COMPLETED", flow_run["state"]
+    assert flow_run["parameters"]["limit"] == 1
+    names = {t["name"] for t in _task_runs(prefect_api, flow_run_id)}
+    assert "select-backlog" in {n.rsplit("-", 1)[0] for n in names}
+
+    import duckdb
+
+    conn = duckdb.connect(str(tmp_path / "fl.duckdb"), read_only=True)
+    (status, prefect_id), = conn.execute("SELECT status, prefect_flow_run_id FROM runs WHERE kind = 'nightly'"
+                                         ).fetchall()
+    assert status == "completed" and prefect_id == flow_run_id
+    assert conn.execute("SELECT count(*) FROM analysis_ledger WHERE status = 'done'").fetchone()[0] == 2  # 1 x 2
