@@ -145,6 +145,10 @@ class Settings(BaseSettings):
         2, ge=0, description="Retries of the warehouse steps (ingest, marts refresh) on a transient error."
     )
     nightly_sql_retry_delay_s: float = Field(1.0, ge=0, description="Seconds between warehouse-step retries.")
+    dashboards_dir: Path | None = Field(
+        None, description="Folder the nightly run writes the static dashboards to (default: `dashboards/` beside "
+        "the warehouse file)."
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -4,7 +4,8 @@
 (`faultline.nightly.backlog`: open incidents not analysed yet or changed since), records the skips, fans
 out one task run per incident and method in the `analyse-backlog` subflow (thread pool or in-process
 Dask, `nightly_task_runner`), turns every failed task into a `run_failures` row and a ``failed`` ledger
-entry, refreshes the SQL marts and leaves a Markdown artifact with the run summary.
+entry, refreshes the SQL marts, rebuilds the static dashboards and leaves a Markdown artifact with
+the run summary.
 """
 
 from __future__ import annotations
@@ -60,6 +61,16 @@ def refresh_marts_task(settings: Settings) -> dict[str, int]:
     from faultline.marts import refresh_marts
 
     return {r.name: r.rows for r in refresh_marts(shared_warehouse(settings).cursor(), settings)}
+
+
+@task(name="build-dashboards", cache_policy=NO_CACHE)
+def build_dashboards_task(settings: Settings) -> str:
+    """Write the static dashboard site from the marts; the path of its index page."""
+    from dashboards.build import build_dashboards
+    from faultline.db import shared_warehouse
+
+    out = settings.dashboards_dir or Path(settings.duckdb_path).parent / "dashboards"
+    return str(build_dashboards(shared_warehouse(settings).cursor(), Path(out)).index)
 
 
 @flow(name="faultline-analyse-backlog", flow_run_name="analyse {count} incident(s)")
@@ -172,9 +183,12 @@ def nightly_flow(corpus: str | None = None, limit: int | None = None, incidents:
         t0 = time.perf_counter()
         marts = refresh_marts_task.with_options(**sql)(settings)
         stages["marts"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        dashboard = build_dashboards_task(settings)
+        stages["dashboards"] = time.perf_counter() - t0
         summary = NightSummary(run_id=run_id, prefect_flow_run_id=flow_run_id, backlog=len(items),
                                outcomes=result["outcomes"], failures=result["failures"], skips=skips, marts=marts,
-                               stage_seconds={k: round(v, 2) for k, v in stages.items()})
+                               dashboard=dashboard, stage_seconds={k: round(v, 2) for k, v in stages.items()})
         create_markdown_artifact(markdown=markdown(summary), key="nightly-summary",
                                  description=f"Faultline nightly run {run_id}")
         finish_run(conn.cursor(), run_id, status="completed_with_failures" if summary.failures else "completed",

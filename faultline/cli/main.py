@@ -52,6 +52,8 @@ def _register() -> None:
     app.add_typer(eval_cli.app, name="eval")
     from faultline.cli import marts as marts_cli
     app.add_typer(marts_cli.app, name="marts")
+    from faultline.cli import dashboards as dashboards_cli
+    app.add_typer(dashboards_cli.app, name="dashboards")
     app.command("index")(search.index_command)
     app.command("run")(run.run_command)
     app.command("diagnose")(sade.diagnose_command)

@@ -1,0 +1,155 @@
+"""The incidents list and one page per incident: ticket, ground truth, ASTRA's report with its claims and
+evidence, and every network diagnosis with its trace and submission (marts only)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from dashboards.html import Html, esc, facts, incident_href, join, link, no_data, table, tag
+from dashboards.query import MartReader
+
+NO_TRUTH = "Ground truth is not known for this incident (an open ticket without a recorded cause)."
+
+
+def incidents_list_page(reader: MartReader, incidents: list[dict]) -> Html:
+    """Every incident with its truth, ASTRA's and SADE's answers and their scores."""
+    if not incidents:
+        return no_data("no incident in the warehouse", reader.missing & {"mart_incidents"})
+    backlog = [i for i in incidents if not i["is_historical"]]
+    history = [i for i in incidents if i["is_historical"]]
+    parts: list[Html] = []
+    for title, group in (("Backlog and analysed incidents", backlog), ("History (resolved)", history)):
+        if not group:
+            continue
+        parts.append(tag("h2", f"{title}: {len(group)}"))
+        parts.append(table(
+            ["incident", "ticket", "title", "scenario", "truth", "ASTRA", "accuracy", "SADE", "RCA F1", "agreement"],
+            [[link(incident_href(i["incident_id"]), i["incident_id"]), i["ticket_id"], i["ticket_title"],
+              f"{i['scenario'] or '-'} / {i['size'] or '-'}", _truth_short(i),
+              i["astra_label"] or i["astra_category"], i["astra_accuracy"], _sade_short(i), i["sade_rca_f1"],
+              i["agreement"]] for i in group], class_="incidents"))
+    return join(parts)
+
+
+def _truth_short(i: dict) -> str:
+    if not i["has_truth"]:
+        return "unknown"
+    return "healthy" if not i["truth_is_faulty"] else ", ".join(i["truth_labels"] or []) or "faulty"
+
+
+def _sade_short(i: dict) -> str | None:
+    if i["sade_status"] is None:
+        return None
+    if i["sade_status"] != "submitted":
+        return i["sade_status"]
+    return ", ".join(i["sade_labels"] or []) or ("anomaly" if i["sade_is_anomaly"] else "no fault")
+
+
+def incident_page(reader: MartReader, incident: dict) -> Html:
+    """One incident: ticket, ground truth, ASTRA report + claims + evidence, SADE trace + submission."""
+    iid = incident["incident_id"]
+    parts: list[Html] = [tag("p", link("../incidents.html", "← all incidents"), class_="note"),
+                         Html('<section id="ticket">'), tag("h2", "Ticket"),
+                         facts([("ticket", incident["ticket_id"]), ("title", incident["ticket_title"]),
+                                ("status", incident["ticket_status"]), ("priority", incident["ticket_priority"]),
+                                ("filed", incident["ticket_created_at"]),
+                                ("scenario / size", f"{incident['scenario'] or '-'} / {incident['size'] or '-'}"),
+                                ("kind", "history (resolved)" if incident["is_historical"] else "backlog")])]
+    if incident["ticket_description"]:
+        parts.append(tag("pre", incident["ticket_description"], class_="ticket-description"))
+    parts.append(Html("</section>"))
+    parts.append(_truth(incident))
+    parts.append(_answers(incident))
+    parts.append(_astra(reader.rows("mart_incident_evidence", where={"incident_id": iid},
+                                    order_by=["analyst", "claim_seq"]), reader))
+    parts.append(_diagnoses(reader.rows("mart_sade_trace", where={"incident_id": iid}, order_by=["method", "seq"]),
+                            reader))
+    return join(parts)
+
+
+def _truth(i: dict) -> Html:
+    body: list[Html] = [Html('<section id="truth">'), tag("h2", "Ground truth")]
+    if not i["has_truth"]:
+        body.append(tag("p", NO_TRUTH, class_="empty"))
+    else:
+        body.append(facts([("faulty", i["truth_is_faulty"]), ("labels", i["truth_labels"]),
+                           ("devices", i["truth_devices"]), ("category", i["truth_category"])]))
+        if i["truth_resolution_note"]:
+            body.append(tag("pre", i["truth_resolution_note"], class_="resolution-note"))
+    body.append(Html("</section>"))
+    return join(body)
+
+
+def _answers(i: dict) -> Html:
+    rows = [["ASTRA" + (f" ({i['astra_analyst']})" if i["astra_analyst"] else ""),
+             i["astra_label"] or i["astra_category"], i["astra_devices"], "accuracy 0-5", i["astra_accuracy"],
+             f"{i['astra_rounds']} round(s)" if i["astra_rounds"] else "-"],
+            ["SADE", _sade_short(i), i["sade_devices"], "RCA F1 0-1", i["sade_rca_f1"],
+             f"{i['sade_probe_calls']} probe call(s)" if i["sade_probe_calls"] is not None else "-"]]
+    return join([tag("h2", "Answers"), table(["method", "answer", "devices", "score", "value", "effort"], rows,
+                                             class_="answers"),
+                 tag("p", f"Agreement: {i['agreement'] or 'not both analysed'}", class_="note")])
+
+
+def _astra(rows: list[dict], reader: MartReader) -> Html:
+    parts: list[Html] = [Html('<section id="astra">'), tag("h2", "ASTRA report")]
+    if not rows:
+        parts.append(no_data("ASTRA has not analysed this incident", reader.missing & {"mart_incident_evidence"}))
+    by_analyst: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_analyst[r["analyst"]].append(r)
+    for analyst, claims in by_analyst.items():
+        head = claims[0]
+        parts.append(tag("h3", f"{analyst}: final round {head['final_round']}"))
+        parts.append(facts([("label", head["label"]), ("category", head["category"]), ("devices", head["devices"]),
+                            ("judge mean", head["judge_mean"]), ("symptom", head["symptom"]),
+                            ("root cause", head["root_cause"]), ("fix", head["fix"]),
+                            ("verification", head["verification"])]))
+        parts.append(Html(f"<details><summary>Report as Markdown</summary>{tag('pre', head['report_text'])}</details>"))
+        real = [c for c in claims if c["claim_id"] is not None]
+        if not real:
+            parts.append(tag("p", "No claim was stored for this analysis.", class_="empty"))
+            continue
+        parts.append(tag("h3", f"Claims and evidence ({len(real)})"))
+        parts.append(table(
+            ["#", "round", "agent", "tag", "claim", "evidence (verbatim)", "status", "confidence", "found by"],
+            [[c["claim_seq"], c["claim_round"], c["agent"],
+              tag("span", c["tag"] or "untagged", class_=f"tag {c['tag'] or ''}".strip()), c["claim_text"],
+              tag("blockquote", c["evidence_quote"]) if c["evidence_quote"] else "(no quote)",
+              tag("span", c["evidence_status"], class_=f"status-{c['evidence_status']}"), c["confidence"],
+              c["evidence_method"]] for c in real], class_="claims"))
+    parts.append(Html("</section>"))
+    return join(parts)
+
+
+def _diagnoses(rows: list[dict], reader: MartReader) -> Html:
+    parts: list[Html] = [Html('<section id="sade">'), tag("h2", "Network diagnosis (SADE and baselines)")]
+    if not rows:
+        parts.append(no_data("no network diagnosis is stored for this incident", reader.missing & {"mart_sade_trace"}))
+    by_method: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_method[r["method"]].append(r)
+    for method in sorted(by_method, key=lambda m: (m != "sade", m)):
+        steps = by_method[method]
+        sub = steps[0]
+        parts.append(tag("h3", f"{method}: submission"))
+        if sub["status"] is None:
+            parts.append(tag("p", "No submission is stored for this method.", class_="empty"))
+        else:
+            parts.append(Html(f'<div class="submission" data-method="{esc(method)}">'))
+            parts.append(facts([("status", sub["status"]), ("is anomaly", sub["is_anomaly"]), ("labels", sub["labels"]),
+                                ("devices", sub["devices"]), ("families", sub["families"]),
+                                ("fingerprints", sub["fingerprints"]), ("summary", sub["summary"]),
+                                ("policy / backend", f"{sub['policy'] or '-'} / {sub['backend'] or '-'}"),
+                                ("probe calls", sub["total_probe_calls"]), ("tool calls", sub["total_tool_calls"]),
+                                ("seconds", sub["total_elapsed_s"]), ("error", sub["error"])]))
+            parts.append(tag("pre", f"NIKA v1: {sub['v1'] or '-'}\nNIKA v2: {sub['v2'] or '-'}", class_="nika"))
+            parts.append(Html("</div>"))
+        real = [s for s in steps if s["seq"] is not None]
+        if real:
+            parts.append(tag("h3", f"{method}: trace ({len(real)} steps)"))
+            parts.append(table(["#", "phase", "tool", "args", "flags", "probes", "ms", "note"],
+                               [[s["seq"], s["phase"], s["tool"], s["args"], s["flags"], s["probe_calls"],
+                                 s["elapsed_ms"], s["note"]] for s in real], class_=f"steps {method}", digits=1))
+    parts.append(Html("</section>"))
+    return join(parts)

@@ -1,0 +1,115 @@
+"""The run overview (index) and the cost page, from marts only."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from dashboards.html import Html, incident_href, join, link, no_data, table, tag
+from dashboards.query import MartReader
+
+RUNS_SHOWN = 25
+
+
+def _stats(text: str | None) -> str:
+    """A run's stats JSON as short `key=value` text (nested values compacted)."""
+    if not text:
+        return "-"
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:200]
+    if not isinstance(data, dict):
+        return text[:200]
+    items = [f"{k}={json.dumps(v) if isinstance(v, (dict, list)) else v}" for k, v in data.items() if k != "run_id"]
+    out = ", ".join(items)
+    return out if len(out) <= 240 else out[:239] + "…"
+
+
+def index_page(reader: MartReader) -> Html:
+    """Latest runs, per-method counts and scores, agreement and failures."""
+    parts: list[Html] = []
+    runs = reader.rows("mart_runs", order_by=["started_at desc", "run_id"], limit=RUNS_SHOWN)
+    parts.append(tag("h2", "Latest runs"))
+    if runs:
+        parts.append(table(["started", "kind", "status", "seconds", "failures", "LLM calls", "counts", "run id"],
+                           [[r["started_at"], r["kind"], r["status"] + (" (open)" if r["is_open"] else ""),
+                             r["seconds"], r["failures"], r["llm_calls"], _stats(r["stats"]), r["run_id"]]
+                            for r in runs], class_="runs", digits=1))
+        parts.append(tag("p", f"Showing the {len(runs)} most recent run(s).", class_="note"))
+    else:
+        parts.append(no_data("no run recorded", reader.missing & {"mart_runs"}))
+
+    parts.append(tag("h2", "Methods"))
+    methods = reader.rows("mart_method_overview", order_by=["method_family", "method"])
+    if methods:
+        parts.append(table(
+            ["method", "family", "analysed", "scored", "score", "mean score", "share acc ≥3", "detection",
+             "no answer", "LLM calls", "probe calls", "mean s"],
+            [[m["method"], m["method_family"], m["analysed"], m["scored"], m["score_metric"], m["mean_score"],
+              m["share_accuracy_ge3"], m["mean_detection"], m["not_submitted"], m["llm_calls"], m["probe_calls"],
+              m["mean_analysis_s"]] for m in methods], class_="methods"))
+        parts.append(tag("p", "Score: ASTRA's rubric accuracy 0-5; diagnoses' v1 RCA F1 0-1 (no answer = 0).",
+                         class_="note"))
+    else:
+        parts.append(no_data("no analysis stored", reader.missing & {"mart_method_overview"}))
+
+    parts.append(tag("h2", "ASTRA and the network diagnosis: agreement"))
+    agreement = reader.rows("mart_agreement", order_by=["analyst", "method"])
+    if agreement:
+        counts = Counter((r["analyst"], r["method"], r["agreement"]) for r in agreement)
+        parts.append(table(["ASTRA analyst", "diagnosis method", "agreement", "incidents"],
+                           [[a, m, level, n] for (a, m, level), n in sorted(counts.items())], class_="agreement"))
+    else:
+        parts.append(no_data("no incident analysed by both sides", reader.missing & {"mart_agreement"}))
+
+    parts.append(tag("h2", "Failures"))
+    failures = reader.rows("mart_failures", order_by=["failures desc", "source", "stage", "error_type"])
+    if failures:
+        parts.append(table(["source", "stage", "error", "failures", "incidents", "runs", "last incident",
+                            "last seen", "last message"],
+                           [[f["source"], f["stage"], f["error_type"], f["failures"], f["incidents"], f["runs"],
+                             f["last_incident"], f["last_seen"], (f["last_message"] or "")[:300]] for f in failures],
+                           class_="failures"))
+    elif "mart_failures" in reader.missing:
+        parts.append(no_data("failures are unknown", {"mart_failures"}))
+    else:
+        parts.append(tag("p", "No failure recorded.", class_="ok"))
+    parts.append(tag("p", link("incidents.html", "All incidents →")))
+    return join(parts)
+
+
+def cost_page(reader: MartReader) -> Html:
+    """LLM calls, tokens, probe calls and time per method and per analysis."""
+    rows = reader.rows("mart_cost", order_by=["incident_id", "method"])
+    if not rows:
+        return no_data("no analysis stored, so no cost", reader.missing & {"mart_cost"})
+    totals: dict[str, dict[str, float]] = {}
+    for r in rows:
+        t = totals.setdefault(r["method"], {"analyses": 0, "llm_calls": 0, "llm_errors": 0, "tokens": 0,
+                                             "llm_s": 0.0, "cost": 0.0, "priced": 0, "probes": 0, "seconds": 0.0})
+        t["analyses"] += 1
+        t["llm_calls"] += r["llm_calls"]
+        t["llm_errors"] += r["llm_errors"]
+        t["tokens"] += r["total_tokens"]
+        t["llm_s"] += r["llm_s"]
+        t["probes"] += r["probe_calls"] or 0
+        t["seconds"] += r["analysis_s"] or 0.0
+        if r["cost_usd"] is not None:
+            t["cost"] += r["cost_usd"]
+            t["priced"] += 1
+    parts = [tag("h2", "Per method"),
+             table(["method", "analyses", "LLM calls", "LLM errors", "tokens", "LLM s", "cost USD", "probe calls",
+                    "wall s", "wall s per analysis"],
+                   [[m, int(t["analyses"]), int(t["llm_calls"]), int(t["llm_errors"]), int(t["tokens"]), t["llm_s"],
+                     t["cost"] if t["priced"] else None, int(t["probes"]), t["seconds"], t["seconds"] / t["analyses"]]
+                    for m, t in sorted(totals.items())], class_="cost-methods"),
+             tag("p", "Cost is litellm's price-map estimate; '-' when no call was priced (the deterministic analyst "
+                      "makes no LLM call).", class_="note"),
+             tag("h2", "Per analysis"),
+             table(["incident", "method", "driver", "rounds", "LLM calls", "tokens", "LLM s", "cost USD",
+                    "probe calls", "tool calls", "wall s"],
+                   [[link(incident_href(r["incident_id"]), r["incident_id"]), r["method"], r["driver"],
+                     r["rounds"], r["llm_calls"], r["total_tokens"], r["llm_s"], r["cost_usd"], r["probe_calls"],
+                     r["tool_calls"], r["analysis_s"]] for r in rows], class_="cost-analyses")]
+    return join(parts)

@@ -1,0 +1,294 @@
+"""Dashboards: a real warehouse from sample incidents -> marts -> static site -> every page in headless Chromium.
+
+The module builds one warehouse (five sample backlog incidents - one healthy control, all with device logs - and
+a little history; ASTRA's deterministic analyst with max_rounds=2, SADE and the flat baseline on the recorded
+snapshots, plus one incident whose analysis fails), refreshes the marts, builds the site and loads every page
+from disk with Playwright driving the apt Chromium: screenshot, expected elements, no console or page error,
+and no request outside the site folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from faultline.errors import FaultlineError
+from tests.conftest import REPO
+
+SAMPLE = REPO / "data" / "sample"
+BACKLOG = ["sample-backlog-003", "sample-backlog-005", "sample-backlog-020", "sample-backlog-030",
+           "sample-backlog-047"]  # bgp_acl_block (read in bgpd's logs), route leak, host IP, link down, healthy
+HISTORY = ["sample-history-001", "sample-history-003", "sample-history-005", "sample-history-010"]
+SUMMARY_PAGES = ["index.html", "incidents.html", "stratification.html", "rounds.html", "sade.html", "cost.html"]
+CHROMIUM = os.environ.get("FAULTLINE_CHROMIUM", "/usr/bin/chromium")
+FLAGS = ["--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--disable-quic",
+         "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost, EXCLUDE 127.0.0.1"]  # closed network
+
+
+def _link(source: Path, target: Path) -> None:
+    target.mkdir(parents=True)
+    for entry in source.iterdir():
+        (target / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """(conn, site BuildResult, mart results) after ASTRA, SADE, flat, a failed incident and a refresh."""
+    from dashboards import build_dashboards
+    from faultline import db
+    from faultline.astra.batch import evaluate_incidents, load_corpus
+    from faultline.config import Settings
+    from faultline.marts import refresh_marts
+    from faultline.sade.evaluate import evaluate_folder
+    from faultline.sade.store import save_diagnosis, save_scores
+
+    work = tmp_path_factory.mktemp("dash")
+    for part, names in (("backlog", BACKLOG), ("history", HISTORY)):
+        for name in names:
+            _link(SAMPLE / part / name, work / "corpus" / part / name)
+    _link(SAMPLE / "docs", work / "corpus" / "docs")
+    settings = Settings(duckdb_path=work / "fl.duckdb", lancedb_dir=work / "lancedb", progress=False)
+    conn = db.connect(settings.duckdb_path)
+    ids = load_corpus(conn, settings, work / "corpus")
+    assert sorted(ids) == BACKLOG
+    conn.execute("INSERT INTO ground_truth VALUES ('ghost-1', true, ['link_down'], ['r1'], [], [], 'link_failure', "
+                 "'', 'test', now())")  # truth but no incident: the batch records a failure row and goes on
+    batch = evaluate_incidents(conn, settings, [*ids, "ghost-1"], max_rounds=2)
+    assert list(batch.failures) == ["ghost-1"]
+    for method in ("sade", "flat"):
+        for name in BACKLOG:
+            done = evaluate_folder(SAMPLE / "backlog" / name, method=method)
+            save_diagnosis(conn, done.diagnosis, run_id=None)
+            save_scores(conn, [done.score], run_id=None)
+    marts = refresh_marts(conn, settings)
+    site = build_dashboards(conn, work / "site")
+    yield conn, site, marts, batch
+    conn.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        pytest.fail(f"no Chromium at {CHROMIUM}: apt install chromium (scripts/install.sh --dev does, as root)")
+    from playwright.sync_api import sync_playwright
+
+    pw = sync_playwright().start()
+    chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+    yield chromium
+    chromium.close()
+    pw.stop()
+
+
+def _open(browser, site_dir: Path, page_path: Path, shots: Path):
+    """Load one page from disk; assert no console/page error, only requests inside the site, a real screenshot."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    requests: list[str] = []
+    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"page: {e}"))
+    page.on("requestfailed", lambda r: errors.append(f"failed request: {r.url}"))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(page_path.as_uri(), wait_until="load")
+    page.wait_for_selector("main#page", state="attached")
+    shot = shots / (str(page_path.relative_to(site_dir)).replace("/", "__") + ".png")
+    page.screenshot(path=str(shot), full_page=True)
+    assert errors == [], (page_path.name, errors)
+    root = site_dir.resolve()
+    for url in requests:
+        parsed = urlparse(url)
+        assert parsed.scheme == "file", (page_path.name, url)
+        assert Path(unquote(parsed.path)).resolve().is_relative_to(root), (page_path.name, url)
+    assert any(u.endswith("/style.css") for u in requests), "the shared stylesheet was loaded"
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, shot
+    return page
+
+
+def _links_resolve(page, site_dir: Path) -> int:
+    hrefs = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+    for href in hrefs:
+        parsed = urlparse(href)
+        assert parsed.scheme == "file", href
+        target = Path(unquote(parsed.path))
+        assert target.is_file() and target.resolve().is_relative_to(site_dir.resolve()), href
+    return len(hrefs)
+
+
+def test_every_page_loads_in_chromium_clean_offline_with_working_links(built, browser, tmp_path) -> None:
+    conn, site, marts, _ = built
+    assert all(m.ok for m in marts), [(m.name, m.failed_tests) for m in marts]
+    pages = sorted(site.out_dir.rglob("*.html"))
+    expected = {site.out_dir / p for p in SUMMARY_PAGES} | {site.out_dir / "incidents" / f"{i}.html"
+                                                            for i in [*BACKLOG, *HISTORY]}
+    assert set(pages) == expected == set(site.pages) and site.index == site.out_dir / "index.html"
+    assert site.incident_pages == len(BACKLOG) + len(HISTORY) and site.missing_marts == []
+    text = "".join(p.read_text() for p in pages)
+    assert "<script" not in text and "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in text
+    links = 0
+    for path in pages:
+        page = _open(browser, site.out_dir, path, tmp_path)
+        links += _links_resolve(page, site.out_dir)
+        page.close()
+    assert links > 50
+
+
+def test_index_shows_the_runs_methods_agreement_and_failures(built, browser, tmp_path) -> None:
+    conn, site, _, batch = built
+    page = _open(browser, site.out_dir, site.index, tmp_path)
+    runs = page.locator("table.runs tbody tr")
+    assert runs.count() == conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+    astra_run = page.locator("table.runs tr", has_text=batch.run_id)
+    assert "eval_astra" in astra_run.inner_text() and "completed_with_failures" in astra_run.inner_text()
+    methods = {r.split("\t")[0]: r.split("\t") for r in page.locator("table.methods tbody tr").all_inner_texts()}
+    assert set(methods) == {"astra", "sade", "flat"}
+    mean_acc = conn.execute("SELECT avg(value) FROM evaluations WHERE method = 'astra' AND metric = 'accuracy'"
+                            ).fetchone()[0]
+    assert methods["astra"][2] == str(len(BACKLOG)) and methods["astra"][5] == f"{mean_acc:.2f}"
+    assert page.locator("table.agreement tbody tr").count() >= 2
+    failure = page.locator("table.failures tbody tr").all_inner_texts()
+    assert len(failure) == 1 and "ghost-1" in failure[0] and "astra_eval" in failure[0]
+
+
+def test_stratification_has_one_bar_per_fault_category_with_the_mart_means(built, browser, tmp_path) -> None:
+    conn, site, _, _ = built
+    categories = dict(conn.execute(
+        "SELECT g.category, avg(e.value) FROM evaluations e JOIN ground_truth g USING (incident_id) "
+        "WHERE e.method = 'astra' AND e.metric = 'accuracy' AND g.is_faulty GROUP BY 1").fetchall())
+    assert len(categories) == 3  # misconfiguration, end_host_failure, link_failure
+    page = _open(browser, site.out_dir, site.out_dir / "stratification.html", tmp_path)
+    bars = page.locator("svg#chart-deterministic-category rect.bar")
+    assert bars.count() == len(categories)
+    shown = {bars.nth(i).get_attribute("data-label"): float(bars.nth(i).get_attribute("data-value"))
+             for i in range(bars.count())}
+    assert shown == pytest.approx(categories, abs=1e-4)
+    assert page.locator("svg#chart-deterministic-category g.whisker").count() == 1  # only misconfiguration has n=2
+    strata = page.locator("table.strata.category tbody tr")
+    assert strata.count() == 3 and "Cohen" in page.locator("table.strata.category thead").inner_text()
+    assert re.search(r"Kruskal–Wallis across 3 strata \(4 incidents\): H = [\d.]+, df = 2, p = [\d.]+",
+                     page.locator("p.kw").first.inner_text())
+
+
+def test_an_incident_page_shows_ticket_claims_with_evidence_submission_and_truth(built, browser, tmp_path) -> None:
+    conn, site, _, _ = built
+    title, description = conn.execute("SELECT t.title, t.description FROM incidents i JOIN tickets t USING "
+                                      "(ticket_id) WHERE i.incident_id = 'sample-backlog-003'").fetchone()
+    page = _open(browser, site.out_dir, site.out_dir / "incidents" / "sample-backlog-003.html", tmp_path)
+    assert title in page.locator("h1").inner_text()
+    assert page.locator("pre.ticket-description").inner_text().strip() == description.strip()
+    claims = page.locator("table.claims tbody tr")
+    stored = conn.execute("SELECT count(*) FROM claims WHERE incident_id = 'sample-backlog-003'").fetchone()[0]
+    assert claims.count() == stored > 0
+    text, quote = conn.execute("SELECT c.text, e.quote FROM claims c JOIN evidence e USING (incident_id, analyst, "
+                               "claim_id) WHERE c.incident_id = 'sample-backlog-003' AND c.agent = 'log' AND "
+                               "e.status = 'VERIFIED' ORDER BY c.seq LIMIT 1").fetchone()
+    row = claims.filter(has_text=text[:60]).first
+    assert row.locator("blockquote").inner_text().strip() == quote.strip()
+    assert row.locator(".status-VERIFIED").count() == 1
+    sade = page.locator("div.submission[data-method='sade']")
+    assert "bgp_acl_block" in sade.inner_text() and "router1" in sade.inner_text()
+    assert '"root_cause_name": ["bgp_acl_block"]' in sade.locator("pre.nika").inner_text()
+    assert page.locator("table.steps.sade tbody tr").count() == conn.execute(
+        "SELECT count(*) FROM sade_steps WHERE incident_id = 'sample-backlog-003' AND method = 'sade'").fetchone()[0]
+    truth = page.locator("section#truth")
+    assert "bgp_acl_block" in truth.inner_text() and "dropped TCP port 179" in truth.inner_text()
+    healthy = _open(browser, site.out_dir, site.out_dir / "incidents" / "sample-backlog-047.html", tmp_path)
+    assert "faulty\tno" in healthy.locator("section#truth dl").inner_text().replace("\n", "\t")
+    assert "is anomaly" in healthy.locator("div.submission[data-method='sade']").inner_text()
+    history = _open(browser, site.out_dir, site.out_dir / "incidents" / "sample-history-001.html", tmp_path)
+    assert "No data yet" in history.locator("section#astra").inner_text()
+
+
+def test_rounds_sade_and_cost_pages_show_the_marts(built, browser, tmp_path) -> None:
+    conn, site, _, _ = built
+    rounds = _open(browser, site.out_dir, site.out_dir / "rounds.html", tmp_path)
+    criteria = rounds.locator("table.summary tbody tr").all_inner_texts()
+    assert {c.split("\t")[0] for c in criteria} == {"root_cause_identification", "resolution_specificity",
+                                                     "evidence_grounding", "coverage", "focus", "judge_mean",
+                                                     "accuracy"}
+    assert "Δ first→last" in rounds.locator("table.rounds thead").inner_text()
+    sade = _open(browser, site.out_dir, site.out_dir / "sade.html", tmp_path)
+    overall = {r.split("\t")[1]: r.split("\t") for r in sade.locator("table.sade.overall tbody tr").all_inner_texts()}
+    assert set(overall) == {"sade", "flat"} and overall["sade"][2] == str(len(BACKLOG))
+    assert sade.locator("table.sade.family tbody tr", has_text="healthy").count() == 2
+    cost = _open(browser, site.out_dir, site.out_dir / "cost.html", tmp_path)
+    assert cost.locator("table.cost-analyses tbody tr").count() == 3 * len(BACKLOG)
+
+
+def test_the_query_helper_refuses_anything_but_a_mart(conn) -> None:
+    from dashboards.query import MartReader
+
+    reader = MartReader(conn)
+    for name in ("tickets", "runs", "information_schema.tables", "mart_runs; DROP TABLE tickets",
+                 "mart_not_a_documented_mart", 'mart_runs" UNION SELECT * FROM "tickets'):
+        with pytest.raises(FaultlineError, match="only the marts"):
+            reader.rows(name)
+    conn.execute("CREATE TABLE mart_runs AS SELECT 'r1' AS run_id")  # a built mart reads fine
+    reader = MartReader(conn)
+    assert reader.rows("mart_runs") == [{"run_id": "r1"}]
+    with pytest.raises(FaultlineError, match="no column"):
+        reader.rows("mart_runs", where={"run_id = run_id OR 1": 1})
+    with pytest.raises(FaultlineError, match="no column"):
+        reader.rows("mart_runs", order_by=["(SELECT title FROM tickets)"])
+    assert reader.rows("mart_cost") == [] and reader.missing == {"mart_cost"}  # not built yet: empty, remembered
+
+
+def test_an_empty_warehouse_builds_a_site_that_says_no_data_yet(conn, browser, tmp_path) -> None:
+    from dashboards import build_dashboards
+    from faultline.marts import refresh_marts
+
+    unbuilt = build_dashboards(conn, tmp_path / "unbuilt")  # marts never refreshed: still a site
+    assert "mart_incidents" in unbuilt.missing_marts
+    assert "have not been built" in (tmp_path / "unbuilt" / "index.html").read_text()
+    refresh_marts(conn)
+    site = build_dashboards(conn, tmp_path / "site")
+    assert site.incident_pages == 0 and site.missing_marts == []
+    assert sorted(p.name for p in site.pages) == sorted(SUMMARY_PAGES)
+    for name in SUMMARY_PAGES:
+        page = _open(browser, site.out_dir, site.out_dir / name, tmp_path)
+        assert page.locator(".empty").count() >= 1, name
+        assert "No data yet" in page.locator("main").inner_text(), name
+        page.close()
+
+
+def test_values_are_escaped_and_odd_ids_get_safe_files(conn, browser, tmp_path) -> None:
+    from dashboards import build_dashboards
+    from faultline.marts import refresh_marts
+
+    evil = "<script>alert('x')</script> & <b>bold</b>"
+    conn.execute("INSERT INTO incidents (incident_id, title, is_historical, created_at) VALUES (?, ?, false, now())",
+                 ["../odd id/<1>", evil])
+    conn.execute("INSERT INTO ground_truth VALUES (?, false, [], [], [], [], NULL, ?, 'test', now())",
+                 ["../odd id/<1>", evil])
+    refresh_marts(conn)
+    site = build_dashboards(conn, tmp_path / "site")
+    (incident,) = list((site.out_dir / "incidents").glob("*.html"))
+    assert incident.parent == site.out_dir / "incidents" and re.fullmatch(r"[A-Za-z0-9._-]+\.html", incident.name)
+    page = _open(browser, site.out_dir, incident, tmp_path)
+    assert page.locator("script").count() == 0 and page.locator("main b").count() == 0
+    assert evil in page.locator("h1").inner_text() and evil in page.locator("pre.resolution-note").inner_text()
+    listing = _open(browser, site.out_dir, site.out_dir / "incidents.html", tmp_path)
+    listing.locator("table.incidents a").first.click()
+    assert listing.url == incident.as_uri()
+
+
+def test_cli_builds_the_site_and_prints_the_index_path(run_cli, settings, capsys, tmp_path, monkeypatch) -> None:
+    run_cli("dashboards", "build")
+    out = capsys.readouterr().out.strip().splitlines()
+    default = settings.duckdb_path.parent / "dashboards" / "index.html"
+    assert out[-1] == str(default) and default.is_file()
+    assert "No data yet" in default.read_text()
+    if "dashboards_dir" in type(settings).model_fields:  # the nightly run's setting names the default folder
+        monkeypatch.setenv("FAULTLINE_DASHBOARDS_DIR", str(tmp_path / "configured"))
+        run_cli("dashboards", "build")
+        assert capsys.readouterr().out.strip().splitlines()[-1] == str(tmp_path / "configured" / "index.html")
+        monkeypatch.delenv("FAULTLINE_DASHBOARDS_DIR")
+    run_cli("dashboards", "build", "--out", str(tmp_path / "elsewhere"), "--no-refresh")
+    assert capsys.readouterr().out.strip().splitlines()[-1] == str(tmp_path / "elsewhere" / "index.html")
+    run_cli("dashboards", "build", "--out", "/proc/no-such-place", expect_exit=2)
