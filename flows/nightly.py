@@ -130,6 +130,7 @@ def nightly_flow(corpus: str | None = None, limit: int | None = None, incidents:
 
     from faultline.db import release_shared_warehouse, shared_warehouse
     from faultline.nightly import ledger
+    from faultline.nightly.progress import stage
     from faultline.runs import finish_run, start_run
     from tasks.index import sync_index_task
     from tasks.ingest import ingest_incidents_task
@@ -152,6 +153,7 @@ def nightly_flow(corpus: str | None = None, limit: int | None = None, incidents:
             ingest = ingest_incidents_task.with_options(**sql)
             for part in ("history", "backlog"):
                 if (root / part).is_dir():
+                    stage(f"ingesting {part} ({root / part})")
                     ingest(conn.cursor(), settings, root / part)
             docs = root / "docs"
             if docs.is_dir():
@@ -160,6 +162,7 @@ def nightly_flow(corpus: str | None = None, limit: int | None = None, incidents:
                 ingest_paths(conn.cursor(), settings, "docs", [docs], prefect_flow_run_id=flow_run_id)
         stages["ingest"] = time.perf_counter() - t0
         t0 = time.perf_counter()
+        stage("syncing the search indexes")
         for kind in ("tickets", "docs"):
             sync_index_task.with_options(**sql)(conn.cursor(), settings, kind)
         stages["index"] = time.perf_counter() - t0
@@ -176,11 +179,13 @@ def nightly_flow(corpus: str | None = None, limit: int | None = None, incidents:
         stages["backlog"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         work = [i for i in items if i.todo]
+        stage(f"analysing {len(work)} incident(s) both ways")
         result = analyse_backlog.with_options(task_runner=make_task_runner(settings))(
             work, settings, analyst, llm_model, network_backend, max_rounds, run_id,
             sum(len(i.todo) for i in work)) if work else {"outcomes": [], "failures": []}
         stages["analyse"] = time.perf_counter() - t0
         t0 = time.perf_counter()
+        stage("refreshing the marts and the dashboards")
         marts = refresh_marts_task.with_options(**sql)(settings)
         stages["marts"] = time.perf_counter() - t0
         t0 = time.perf_counter()

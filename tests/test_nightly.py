@@ -204,3 +204,32 @@ def test_a_run_killed_mid_way_resumes_without_redoing_finished_incidents(tmp_pat
                        "evaluations": "incident_id, method, metric"}.items():
         total, distinct = _rows(settings, f"SELECT count(*), count(DISTINCT ({key})) FROM {table}")[0]
         assert total == distinct, table
+
+
+def test_every_sql_cookbook_query_runs_on_a_nightly_warehouse(night):
+    import re
+
+    from faultline import db
+
+    settings, _, _ = night
+    queries = re.findall(r"```sql\n(.*?)```", (REPO / "docs" / "sql-cookbook.md").read_text(), re.DOTALL)
+    assert len(queries) >= 10
+    conn = db.connect(settings.duckdb_path)
+    try:
+        answered = 0
+        for query in queries:
+            cursor = conn.execute(query)
+            assert cursor.description, query
+            answered += bool(cursor.fetchall())
+    finally:
+        conn.close()
+    assert answered >= len(queries) - 2, "most cookbook questions have an answer after one night"
+
+
+def test_the_demo_never_empties_a_folder_it_did_not_make(tmp_path, run_cli, capsys):
+    precious = tmp_path / "mine"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    run_cli("demo", "--dir", str(precious), expect_exit=2)
+    assert (precious / "notes.txt").read_text() == "keep me"
+    assert "not made by `faultline demo`" in capsys.readouterr().err

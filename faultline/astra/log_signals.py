@@ -35,6 +35,7 @@ MIN_HISTORY = 10
 RECURRENT = 2
 QUOTES_PER_SIGNAL = 3
 _FIRED_CACHE: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}  # (incident, file hashes) -> signal keys
+_SCORE_CACHE: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[dict[str, float], list]] = {}
 
 _HISTORY_SQL = """
 SELECT DISTINCT l.incident_id
@@ -132,9 +133,14 @@ def _lines(conn: duckdb.DuckDBPyConnection, incident_id: str) -> list[LogLine]:
     return [LogLine(raw, device_of(src, host), src, no) for raw, host, src, no in rows]
 
 
-def _fired_keys(conn: duckdb.DuckDBPyConnection, incident_id: str) -> frozenset[str]:
-    hashes = tuple(r[0] for r in conn.sql("SELECT DISTINCT file_sha256 FROM log_lines WHERE incident_id = ? "
-                                          "ORDER BY 1", params=[incident_id]).fetchall())
+def _file_hashes(conn: duckdb.DuckDBPyConnection, incident_ids: list[str]) -> dict[str, tuple[str, ...]]:
+    """Each incident's log files (their SHA-256), which is what the signal caches are keyed by."""
+    rows = conn.sql("SELECT incident_id, list(DISTINCT file_sha256 ORDER BY file_sha256) FROM log_lines "
+                    "WHERE list_contains(?, incident_id) GROUP BY incident_id", params=[incident_ids]).fetchall()
+    return {incident_id: tuple(hashes) for incident_id, hashes in rows}
+
+
+def _fired_keys(conn: duckdb.DuckDBPyConnection, incident_id: str, hashes: tuple[str, ...]) -> frozenset[str]:
     cache_key = (incident_id, hashes)
     if cache_key not in _FIRED_CACHE:
         _FIRED_CACHE[cache_key] = frozenset(_generic(k) for k in _fire(_lines(conn, incident_id)))
@@ -146,14 +152,28 @@ def history_frequency(conn: duckdb.DuckDBPyConnection, incident: Incident) -> tu
     how many history incidents have logs)."""
     history = [r[0] for r in conn.sql(_HISTORY_SQL, params=[incident.incident_id, incident.opened_at,
                                                             incident.opened_at]).fetchall()]
+    hashes = _file_hashes(conn, history) if history else {}
     counts: Counter[str] = Counter()
     for incident_id in history:
-        counts.update(_fired_keys(conn, incident_id))
+        counts.update(_fired_keys(conn, incident_id, hashes.get(incident_id, ())))
     return ({k: max(0, n - RECURRENT) / len(history) for k, n in counts.items()} if history else {}), len(history)
 
 
 def score_incident(conn: duckdb.DuckDBPyConnection, incident: Incident) -> tuple[dict[str, float], list[Hit]]:
-    """Label scores from the incident's whole log and the hits behind them, strongest first."""
+    """Label scores from the incident's whole log and the hits behind them, strongest first.
+
+    Memoised per (incident, its log files, the history it may use): follow-up rounds get the same answer.
+    """
+    history = tuple(sorted(r[0] for r in conn.sql(_HISTORY_SQL, params=[incident.incident_id, incident.opened_at,
+                                                                        incident.opened_at]).fetchall()))
+    key = (incident.incident_id, _file_hashes(conn, [incident.incident_id]).get(incident.incident_id, ()), history)
+    if key not in _SCORE_CACHE:
+        _SCORE_CACHE[key] = _score(conn, incident)
+    scores, hits = _SCORE_CACHE[key]
+    return dict(scores), list(hits)
+
+
+def _score(conn: duckdb.DuckDBPyConnection, incident: Incident) -> tuple[dict[str, float], list[Hit]]:
     lines = _lines(conn, incident.incident_id)
     if not lines:
         return {}, []
@@ -178,6 +198,7 @@ def score_incident(conn: duckdb.DuckDBPyConnection, incident: Incident) -> tuple
 def clear_cache() -> None:
     """Forget the per-incident signal cache (tests that rewrite an incident's logs in place)."""
     _FIRED_CACHE.clear()
+    _SCORE_CACHE.clear()
 
 
 __all__ = ["Hit", "LogLine", "clear_cache", "device_of", "history_frequency", "score_incident"]

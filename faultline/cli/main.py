@@ -60,6 +60,8 @@ def _register() -> None:
     app.command("report")(astra.report_command)
     from faultline.cli import nightly as nightly_cli
     app.command("nightly")(nightly_cli.nightly_command)
+    from faultline.cli import demo as demo_cli
+    app.command("demo")(demo_cli.demo_command)
 
 
 def main(argv: list[str] | None = None) -> None:

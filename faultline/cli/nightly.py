@@ -48,7 +48,7 @@ def run_nightly(settings, *, progress: bool, **params) -> dict:
                        console=Console(stderr=True))
         task_id = bar.add_task("analysing", total=None)
         bar.start()
-        set_reporter(lambda message, done, total: bar.update(task_id, completed=done, total=total,
+        set_reporter(lambda message, done, total: bar.update(task_id, completed=done, total=total or None,
                                                              description=message[:60]))
     elif progress:
         set_reporter(line_reporter)

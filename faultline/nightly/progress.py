@@ -24,6 +24,11 @@ def report(message: str, done: int, total: int) -> None:
         _reporter(message, done, total)
 
 
+def stage(message: str) -> None:
+    """Tell the reporter a new stage began (total 0: nothing to count yet)."""
+    report(message, 0, 0)
+
+
 def line_reporter(message: str, done: int, total: int) -> None:
-    """One line per finished unit on stdout (non-interactive runs, logs, tests)."""
-    print(f"[{done}/{total}] {message}", file=sys.stdout, flush=True)
+    """One line per finished unit on stdout (non-interactive runs, logs, tests); stages as their own line."""
+    print(f"[{done}/{total}] {message}" if total else f"-- {message}", file=sys.stdout, flush=True)
