@@ -1,8 +1,9 @@
-"""The main job: ingest a corpus, refresh the search indexes, gather evidence for the backlog
+"""The evidence job: ingest a corpus, refresh the search indexes, gather evidence for the backlog
 (similar tickets, documentation, a log excerpt per open ticket).
 
-`faultline run` runs it on the shipped sample; later stages (ASTRA, SADE, evaluation, marts)
-extend this flow.
+`faultline run` runs it (a quick look at what the analyses will read); the full analysis of the
+backlog — ASTRA, SADE, evaluation, marts, dashboards — is the nightly flow (`flows/nightly.py`,
+`faultline nightly`, `faultline demo`).
 """
 
 from __future__ import annotations
