@@ -91,13 +91,21 @@ def _answers(i: dict) -> Html:
                  tag("p", f"Agreement: {i['agreement'] or 'not both analysed'}", class_="note")])
 
 
-def _astra(rows: list[dict], reader: MartReader) -> Html:
-    parts: list[Html] = [Html('<section id="astra">'), tag("h2", "ASTRA report")]
+def _section(section_id: str, title: str, rows: list[dict], reader: MartReader, *, empty: str, mart: str,
+             key: str) -> tuple[list[Html], dict[str, list[dict]]]:
+    """A page section's opening (with a no-data note when there are no rows) and its rows grouped by `key`."""
+    parts: list[Html] = [Html(f'<section id="{section_id}">'), tag("h2", title)]
     if not rows:
-        parts.append(no_data("ASTRA has not analysed this incident", reader.missing & {"mart_incident_evidence"}))
-    by_analyst: dict[str, list[dict]] = defaultdict(list)
+        parts.append(no_data(empty, reader.missing & {mart}))
+    groups: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
-        by_analyst[r["analyst"]].append(r)
+        groups[r[key]].append(r)
+    return parts, groups
+
+
+def _astra(rows: list[dict], reader: MartReader) -> Html:
+    parts, by_analyst = _section("astra", "ASTRA report", rows, reader, empty="ASTRA has not analysed this incident",
+                                 mart="mart_incident_evidence", key="analyst")
     for analyst, claims in by_analyst.items():
         head = claims[0]
         parts.append(tag("h3", f"{analyst}: final round {head['final_round']}"))
@@ -123,12 +131,9 @@ def _astra(rows: list[dict], reader: MartReader) -> Html:
 
 
 def _diagnoses(rows: list[dict], reader: MartReader) -> Html:
-    parts: list[Html] = [Html('<section id="sade">'), tag("h2", "Network diagnosis (SADE and baselines)")]
-    if not rows:
-        parts.append(no_data("no network diagnosis is stored for this incident", reader.missing & {"mart_sade_trace"}))
-    by_method: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        by_method[r["method"]].append(r)
+    parts, by_method = _section("sade", "Network diagnosis (SADE and baselines)", rows, reader,
+                                empty="no network diagnosis is stored for this incident", mart="mart_sade_trace",
+                                key="method")
     for method in sorted(by_method, key=lambda m: (m != "sade", m)):
         steps = by_method[method]
         sub = steps[0]

@@ -7,18 +7,7 @@
 -- each incident with at least two rounds is paired with itself first -> last instead
 -- (pairing = 'first_last': round 1 is each incident's first stored round, round 2 its last).
 WITH per_round AS (
-    SELECT incident_id, analyst, round, criterion, CAST(score AS DOUBLE) AS score
-    FROM judge_scores
-    UNION ALL
-    SELECT incident_id, analyst, round, 'judge_mean' AS criterion, avg(score) AS score
-    FROM judge_scores
-    GROUP BY incident_id, analyst, round
-    UNION ALL
-    SELECT r.incident_id, r.analyst, r.round, 'accuracy' AS criterion,
-           CAST(rubric_accuracy(r.label, r.category, r.devices, r.root_cause, g.is_faulty, g.labels, g.devices)
-                AS DOUBLE) AS score
-    FROM astra_rounds r
-    JOIN ground_truth g USING (incident_id)
+    SELECT incident_id, analyst, round, criterion, score FROM mart_round_scores
 ),
 stored AS (
     SELECT incident_id, analyst, min(round) AS first_round, max(round) AS last_round,

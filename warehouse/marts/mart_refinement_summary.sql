@@ -3,18 +3,7 @@
 -- first stored round to its own last (no pairing across incidents, unlike mart_refinement_rounds);
 -- only incidents with two or more rounds count in the deltas and shares, single-round ones are counted.
 WITH per_round AS (
-    SELECT incident_id, analyst, round, criterion, CAST(score AS DOUBLE) AS score
-    FROM judge_scores
-    UNION ALL
-    SELECT incident_id, analyst, round, 'judge_mean' AS criterion, avg(score) AS score
-    FROM judge_scores
-    GROUP BY incident_id, analyst, round
-    UNION ALL
-    SELECT r.incident_id, r.analyst, r.round, 'accuracy' AS criterion,
-           CAST(rubric_accuracy(r.label, r.category, r.devices, r.root_cause, g.is_faulty, g.labels, g.devices)
-                AS DOUBLE) AS score
-    FROM astra_rounds r
-    JOIN ground_truth g USING (incident_id)
+    SELECT incident_id, analyst, round, criterion, score FROM mart_round_scores
 ),
 ends AS (
     SELECT incident_id, analyst, criterion,
