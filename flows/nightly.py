@@ -182,7 +182,7 @@ def nightly_flow(corpus: str | None = None, limit: int | None = None, incidents:
         stage(f"analysing {len(work)} incident(s) both ways")
         result = analyse_backlog.with_options(task_runner=make_task_runner(settings))(
             work, settings, analyst, llm_model, network_backend, max_rounds, run_id,
-            sum(len(i.todo) for i in work)) if work else {"outcomes": [], "failures": []}
+            len(work)) if work else {"outcomes": [], "failures": []}
         stages["analyse"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         stage("refreshing the marts and the dashboards")
