@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,9 @@ import pytest
 from faultline.offline import apply_offline_env
 
 apply_offline_env()
+# Prefect stops its ephemeral API server at interpreter exit, after pytest has closed the captured
+# streams; its goodbye log line would otherwise end every run with a "Logging error" traceback.
+logging.raiseExceptions = False
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
