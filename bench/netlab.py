@@ -34,9 +34,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from faultline.config import Settings  # noqa: E402
-from faultline.netlab import faults, lab, teardown  # noqa: E402
-from faultline.netlab.builder import raise_neigh_limits, restore_neigh_limits  # noqa: E402
-from faultline.netlab.scenarios import SIZES, build_topology, scenario_names  # noqa: E402
+from faultline.lab import faults, teardown  # noqa: E402
+from faultline.lab import lifecycle as lab  # noqa: E402
+from faultline.lab.builder import raise_neigh_limits, restore_neigh_limits  # noqa: E402
+from faultline.lab.scenarios import SIZES, build_topology, scenario_names  # noqa: E402
 
 LAB_DIR = Path(f"/tmp/faultline-bench-lab-{os.getpid()}")  # parents world-searchable (FRR runs as frr)
 
@@ -206,7 +207,7 @@ def run_faults(scenarios: list[str], sizes: list[str], labels: list[str], seed: 
 
 
 def _implemented() -> list[str]:
-    from faultline.netlab.faults.catalogue import catalogue
+    from faultline.lab.faults.catalogue import catalogue
 
     return sorted(i.label for i in catalogue() if i.status == "implemented" and i.label in faults.FAULTS)
 

@@ -19,8 +19,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from faultline.netlab.faults.applicability import scenario_table  # noqa: E402
-from faultline.netlab.scenarios import build_topology  # noqa: E402
+from faultline.lab.faults.applicability import scenario_table  # noqa: E402
+from faultline.lab.scenarios import build_topology  # noqa: E402
 
 # the sample backlog's first preference is rotated differently, so the bench lands elsewhere
 ORDER = ["rip_small_internet", "dc_clos_bgp", "ospf_enterprise_dhcp", "dc_clos_service", "ospf_enterprise_static",

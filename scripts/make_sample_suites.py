@@ -17,7 +17,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from faultline.netlab.faults.applicability import scenario_table  # noqa: E402
+from faultline.lab.faults.applicability import scenario_table  # noqa: E402
 
 # preference when a label applies to several scenarios: spread the corpus over all of them
 ORDER = ["simple_bgp", "ospf_enterprise_static", "dc_clos_service", "ospf_enterprise_dhcp", "dc_clos_bgp",

@@ -255,7 +255,7 @@ def test_schedule_runs_similarity_and_log_concurrently_then_domain(deps, monkeyp
 
 def test_taxonomy_file_matches_the_fault_catalogue():
     from faultline.astra.taxonomy import taxonomy
-    from faultline.netlab.faults.catalogue import catalogue
+    from faultline.lab.faults.catalogue import catalogue
 
     assert {n: l.category for n, l in taxonomy().items()} == {i.label: i.category for i in catalogue()}
 

@@ -8,8 +8,17 @@ import pytest
 import yaml
 
 from faultline.astra.evaluate import AstraScore, score_result, summarise
-from faultline.astra.records import (AgentOutput, AstraResult, AstraRound, Claim, Evidence, Finding, Incident,
-                                     JudgeScore, Report)
+from faultline.astra.records import (
+    AgentOutput,
+    AstraResult,
+    AstraRound,
+    Claim,
+    Evidence,
+    Finding,
+    Incident,
+    JudgeScore,
+    Report,
+)
 from faultline.astra.rubric import RUBRIC_FILE, Truth, score_accuracy
 
 TICKET = Incident(incident_id="inc-1", ticket_id="NET-3718566",
@@ -83,7 +92,7 @@ def test_healthy_control_rewards_no_fault_and_punishes_a_fault() -> None:
 
 
 def test_rubric_data_covers_every_catalogue_label() -> None:
-    from faultline.netlab.faults.catalogue import catalogue
+    from faultline.lab.faults.catalogue import catalogue
 
     data = yaml.safe_load(RUBRIC_FILE.read_text())
     assert {info.label for info in catalogue()} == set(data["labels"])

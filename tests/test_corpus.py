@@ -133,7 +133,7 @@ def test_ingest_loads_the_corpus_idempotently_and_quarantines_the_invalid_one(co
 
 def test_a_snapshot_replays_without_root_to_the_recorded_records(corpus):
     """The replay runs in a child that dropped root (uid nobody) and has no lab to talk to."""
-    from faultline.netlab import snapshot
+    from faultline.network import snapshot
 
     out, _ = corpus
     snap = snapshot.load(out / "ci-003" / "snapshot.json.gz")

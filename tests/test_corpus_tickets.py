@@ -24,19 +24,19 @@ from faultline.corpus.tickets import (
     leak_check,
     write_ticket,
 )
-from faultline.netlab.faults.catalogue import catalogue
-from faultline.netlab.faults.registry import FAULTS
-from faultline.netlab.probes import ProbeOutput
-from faultline.netlab.reachability import ReachabilityMatrix, ReachabilityRow
-from faultline.netlab.records import (
+from faultline.lab.faults.catalogue import catalogue
+from faultline.lab.faults.registry import FAULTS
+from faultline.lab.scenarios import build_topology
+from faultline.lab.topology import Topology
+from faultline.network.probes import ProbeOutput
+from faultline.network.reachability import ReachabilityMatrix, ReachabilityRow
+from faultline.network.records import (
     DnsAnswer,
     DnsResult,
     HttpTiming,
     Interface,
     InterfaceList,
 )
-from faultline.netlab.scenarios import build_topology
-from faultline.netlab.topology import Topology
 
 OPENED = datetime(2026, 3, 4, 2, 25, tzinfo=UTC)
 SEEDS = range(5)

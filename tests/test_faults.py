@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from faultline.netlab import faults
-from faultline.netlab.devices import Device, namespace_name
-from faultline.netlab.faults.base import CATEGORIES, FaultError, FaultNotVerified
-from faultline.netlab.faults.catalogue import catalogue
-from faultline.netlab.scenarios import build_topology
-from faultline.netlab.state import LabState
+from faultline.lab import faults
+from faultline.lab.faults.base import CATEGORIES, FaultError, FaultNotVerified
+from faultline.lab.faults.catalogue import catalogue
+from faultline.lab.namespaces import namespace_name
+from faultline.lab.scenarios import build_topology
+from faultline.lab.state import LabState
+from faultline.network.devices import Device
 from tests.labhelpers import lab_namespaces, require_root, wait_until_no_lab
 
 LAB_DIR = Path(f"/tmp/faultline-lab-faults-{os.getpid()}")  # parents world-searchable (FRR runs as frr)
@@ -126,7 +127,7 @@ def lab_settings():
 @pytest.fixture(scope="module")
 def lab(lab_settings):
     """(state, probe context) of one simple_bgp lab (size s); torn down at the end whatever happens."""
-    from faultline.netlab import lab as netlab
+    from faultline.lab import lifecycle as netlab
 
     require_root()
     wait_until_no_lab()
@@ -139,7 +140,7 @@ def lab(lab_settings):
 
 
 def _assert_healthy(ctx) -> None:
-    from faultline.netlab.probes import run_probe
+    from faultline.network.probes import run_probe
 
     matrix = run_probe(ctx, "reachability", count=2).record
     assert matrix.summary == {"ok": len(matrix.rows)}, matrix.rows
@@ -176,7 +177,7 @@ def test_inject_verify_recover(lab, label, target):
     _assert_healthy(ctx)
     assert verified_s < 15 and result["healthy_s"] < 20
     if label == "link_flap":  # the root-namespace toggler is gone, not just the symptom
-        from faultline.netlab.faults.base import helper_alive
+        from faultline.lab.faults.base import helper_alive
 
         assert not helper_alive(rec.params["helper_pid"], rec.params["helper_marker"])
     if label == "link_detach":
@@ -229,7 +230,7 @@ def test_two_faults_at_once(lab):
     assert faults.recover(state)["recovered"] == [second.id, first.id]
     _assert_healthy(ctx)
     # the restarted daemons are the lab's now: recorded, alive
-    from faultline.netlab.teardown import alive
+    from faultline.lab.teardown import alive
 
     assert sorted(p.name for p in state.processes) == ["bgpd", "bgpd", "zebra", "zebra"]
     assert all(alive(p.pid) for p in state.processes)
@@ -249,7 +250,7 @@ def test_cli_inject_verify_recover(lab, run_cli, capsys, monkeypatch):
     assert "recovered 1 fault(s)" in capsys.readouterr().out
     run_cli("lab", "faults", "--all", "--json")
     assert len(json.loads(capsys.readouterr().out)) == 55
-    from faultline.netlab.state import load_state
+    from faultline.lab.state import load_state
 
     assert load_state(LAB_DIR).faults == []
     _assert_healthy(ctx)

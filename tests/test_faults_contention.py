@@ -19,17 +19,18 @@ from pathlib import Path
 
 import pytest
 
-from faultline.netlab import faults
-from faultline.netlab import parse_cgroup as pc
-from faultline.netlab.devices import Device, StaticDirectory, namespace_name
-from faultline.netlab.faults import cgroup_join, nfqueue_delay
-from faultline.netlab.faults.base import FaultNotVerified, helper_alive
-from faultline.netlab.faults.catalogue import catalogue
-from faultline.netlab.faults.contention import CPU_ROOT, PREFIX, http_median_ms
-from faultline.netlab.probes import ProbeContext, ProbeError, run_probe
-from faultline.netlab.runner import CommandResult
-from faultline.netlab.scenarios import build_topology
-from faultline.netlab.state import LabState
+from faultline.lab import faults
+from faultline.lab.faults import cgroup_join, nfqueue_delay
+from faultline.lab.faults.base import FaultNotVerified, helper_alive
+from faultline.lab.faults.catalogue import catalogue
+from faultline.lab.faults.contention import CPU_ROOT, PREFIX, http_median_ms
+from faultline.lab.namespaces import namespace_name
+from faultline.lab.scenarios import build_topology
+from faultline.lab.state import LabState
+from faultline.network import parse_cgroup as pc
+from faultline.network.devices import Device, StaticDirectory
+from faultline.network.probes import ProbeContext, ProbeError, run_probe
+from faultline.network.runner import CommandResult
 from tests.labhelpers import lab_namespaces, require_root, wait_until_no_lab
 
 LAB_DIR = Path(f"/tmp/faultline-lab-contention-{os.getpid()}")  # parents world-searchable (FRR runs as frr)
@@ -179,7 +180,7 @@ def settings():
 @pytest.fixture(scope="module")
 def lab(settings):
     """(state, probe context) of one ospf_enterprise_dhcp lab (size s); always torn down."""
-    from faultline.netlab import lab as netlab
+    from faultline.lab import lifecycle as netlab
 
     require_root()
     wait_until_no_lab()
@@ -198,9 +199,9 @@ def _our_groups() -> list[str]:
 
 def _assert_healthy(state: LabState, ctx) -> None:
     """Reachability all ok, every service answering from its original PID in the root cpu group."""
-    from faultline.netlab import service_ops
-    from faultline.netlab.readiness import routing_problems
-    from faultline.netlab.services import service_problems
+    from faultline.lab import service_ops
+    from faultline.lab.readiness import routing_problems
+    from faultline.lab.services import service_problems
 
     topo = build_topology(state.scenario, state.size)
     matrix = run_probe(ctx, "reachability", count=2).record
@@ -278,7 +279,7 @@ def test_the_cap_stays_on_its_node(lab):
 def test_faults_undone_by_hand_are_not_verified(lab):
     state, ctx = lab
     dns = faults.inject(state, "dns_lookup_latency", "dns_server")
-    from faultline.netlab.faults.delay import rule_spec
+    from faultline.lab.faults.delay import rule_spec
 
     spec = ["iptables", "-t", "mangle", "-D", *rule_spec("eth0", 53)]  # an operator deletes the rule
     subprocess.run(["ip", "netns", "exec", "fl-dns_server", *spec], check=True)
@@ -296,7 +297,7 @@ def test_faults_undone_by_hand_are_not_verified(lab):
 
 def test_lab_down_with_faults_injected_leaves_nothing(lab, settings):
     """Last test of the module: it takes the lab down itself (the fixture's down is then a no-op)."""
-    from faultline.netlab import lab as netlab
+    from faultline.lab import lifecycle as netlab
 
     state, ctx = lab
     recs = [faults.inject(state, label, target) for label, target in CASES]

@@ -16,24 +16,25 @@ from pathlib import Path
 
 import pytest
 
-from faultline.netlab import faults, service_ops
-from faultline.netlab import parse_services as ps
-from faultline.netlab.devices import Device, StaticDirectory, namespace_name
-from faultline.netlab.faults import dhcp_clients as dc
-from faultline.netlab.faults.applicability import label_scenarios
-from faultline.netlab.faults.base import FaultError, FaultNotVerified
-from faultline.netlab.faults.catalogue import catalogue
-from faultline.netlab.probes import ProbeContext, ProbeError, run_probe
-from faultline.netlab.runner import CommandResult, Runner
-from faultline.netlab.scenarios import build_topology
-from faultline.netlab.services import (
+from faultline.lab import faults, service_ops
+from faultline.lab.faults import dhcp_clients as dc
+from faultline.lab.faults.applicability import label_scenarios
+from faultline.lab.faults.base import FaultError, FaultNotVerified
+from faultline.lab.faults.catalogue import catalogue
+from faultline.lab.namespaces import namespace_name
+from faultline.lab.scenarios import build_topology
+from faultline.lab.services import (
     main_ip,
     render_dhcp,
     resolv_conf,
     service_dir,
     service_problems,
 )
-from faultline.netlab.state import LabState
+from faultline.lab.state import LabState
+from faultline.network import parse_services as ps
+from faultline.network.devices import Device, StaticDirectory
+from faultline.network.probes import ProbeContext, ProbeError, run_probe
+from faultline.network.runner import CommandResult, Runner
 from tests.labhelpers import lab_namespaces, require_root, wait_until_no_lab
 
 LAB_DIR = Path(f"/tmp/faultline-lab-faults-dns-dhcp-{os.getpid()}")  # parents world-searchable (FRR runs as frr)
@@ -189,7 +190,7 @@ class _Labs:
         self.current: tuple[LabState, object] | None = None
 
     def get(self, scenario: str):
-        from faultline.netlab import lab as netlab
+        from faultline.lab import lifecycle as netlab
 
         if scenario != self.scenario:
             self.close()
@@ -200,7 +201,7 @@ class _Labs:
         return self.current
 
     def close(self) -> None:
-        from faultline.netlab import lab as netlab
+        from faultline.lab import lifecycle as netlab
 
         if self.scenario is None:
             return

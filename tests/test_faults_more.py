@@ -17,15 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from faultline.netlab import faults
-from faultline.netlab.devices import Device, namespace_name
-from faultline.netlab.faults.applicability import label_scenarios, scenario_table, where_applicable
-from faultline.netlab.faults.base import FaultError, FaultNotVerified
-from faultline.netlab.faults.bgp_origin import victim_lan
-from faultline.netlab.faults.catalogue import catalogue
-from faultline.netlab.scenarios import SCENARIOS, build_topology
-from faultline.netlab.state import LabState
-from faultline.netlab.topology import Topology
+from faultline.lab import faults
+from faultline.lab.faults.applicability import label_scenarios, scenario_table, where_applicable
+from faultline.lab.faults.base import FaultError, FaultNotVerified
+from faultline.lab.faults.bgp_origin import victim_lan
+from faultline.lab.faults.catalogue import catalogue
+from faultline.lab.namespaces import namespace_name
+from faultline.lab.scenarios import SCENARIOS, build_topology
+from faultline.lab.state import LabState
+from faultline.lab.topology import Topology
+from faultline.network.devices import Device
 from tests.labhelpers import lab_namespaces, require_root, wait_until_no_lab
 
 LAB_DIR = Path(f"/tmp/faultline-lab-faults-more-{os.getpid()}")  # parents world-searchable (FRR runs as frr)
@@ -141,7 +142,7 @@ class _Labs:
 
     def get(self, scenario: str):
         """(state, probe context) of a healthy lab of `scenario` (size s)."""
-        from faultline.netlab import lab as netlab
+        from faultline.lab import lifecycle as netlab
 
         if scenario != self.scenario:
             self.close()
@@ -153,7 +154,7 @@ class _Labs:
 
     def close(self) -> None:
         """Tear the current lab down (by its state file) and check its namespaces are gone."""
-        from faultline.netlab import lab as netlab
+        from faultline.lab import lifecycle as netlab
 
         if self.scenario is None:
             return
@@ -176,8 +177,8 @@ def labs():
 
 
 def _assert_healthy(state: LabState, ctx) -> None:
-    from faultline.netlab.probes import run_probe
-    from faultline.netlab.readiness import routing_problems
+    from faultline.lab.readiness import routing_problems
+    from faultline.network.probes import run_probe
 
     matrix = run_probe(ctx, "reachability", count=2).record
     assert matrix.summary == {"ok": len(matrix.rows)}, [r for r in matrix.rows if r.status != "ok"]
@@ -205,7 +206,7 @@ def test_inject_verify_recover(labs, scenario, label, target):
     _assert_healthy(state, ctx)
     assert verified_s < 30 and result["healthy_s"] < 30
     if label == "bgp_blackhole_route_leak":  # the staticd started for the fault is gone again
-        from faultline.netlab.teardown import alive
+        from faultline.lab.teardown import alive
 
         pid = rec.params["staticd_pid"]
         assert pid and not alive(pid) and all(p.pid != pid for p in state.processes)

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from faultline.netlab import faults
-from faultline.netlab.devices import Device, namespace_name
-from faultline.netlab.faults.base import FaultNotVerified, helper_alive
-from faultline.netlab.scenarios import build_topology
-from faultline.netlab.state import LabState
+from faultline.lab import faults
+from faultline.lab.faults.base import FaultNotVerified, helper_alive
+from faultline.lab.namespaces import namespace_name
+from faultline.lab.scenarios import build_topology
+from faultline.lab.state import LabState
+from faultline.network.devices import Device
 from tests.labhelpers import lab_namespaces, require_root, wait_until_no_lab
 
 SCENARIO = "ospf_enterprise_static"
@@ -52,7 +53,7 @@ def test_ospf_target_choice_is_seeded_and_router_only():
 def lab():
     """(state, probe context) of one ospf_enterprise_static lab; torn down at the end whatever happens."""
     from faultline.config import Settings
-    from faultline.netlab import lab as netlab
+    from faultline.lab import lifecycle as netlab
 
     require_root()
     wait_until_no_lab()
@@ -68,7 +69,7 @@ def lab():
 
 
 def _assert_healthy(ctx) -> None:
-    from faultline.netlab.probes import run_probe
+    from faultline.network.probes import run_probe
 
     matrix = run_probe(ctx, "reachability", count=2).record
     assert matrix.summary == {"ok": len(matrix.rows)}, matrix.rows

@@ -19,16 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from faultline.netlab import faults
-from faultline.netlab.devices import Device, StaticDirectory, namespace_name
-from faultline.netlab.faults import cgroups, loadgen
-from faultline.netlab.faults.base import FaultNotVerified
-from faultline.netlab.faults.catalogue import catalogue
-from faultline.netlab.faults.web import access_log_entries
-from faultline.netlab.probes import ProbeContext, ProbeError, run_probe
-from faultline.netlab.scenarios import build_topology
-from faultline.netlab.services import render_web, service_problems
-from faultline.netlab.state import LabState
+from faultline.lab import faults
+from faultline.lab.faults import cgroups, loadgen
+from faultline.lab.faults.base import FaultNotVerified
+from faultline.lab.faults.catalogue import catalogue
+from faultline.lab.faults.web import access_log_entries
+from faultline.lab.namespaces import namespace_name
+from faultline.lab.scenarios import build_topology
+from faultline.lab.services import render_web, service_problems
+from faultline.lab.state import LabState
+from faultline.network.devices import Device, StaticDirectory
+from faultline.network.probes import ProbeContext, ProbeError, run_probe
 from tests.labhelpers import lab_namespaces, require_root, wait_until_no_lab
 
 LAB_DIR = Path(f"/tmp/faultline-lab-faults-web-{os.getpid()}")
@@ -40,7 +41,7 @@ WEB_SCENARIOS = {"dc_clos_service", "ospf_enterprise_static", "ospf_enterprise_d
 
 
 def test_labels_apply_where_web_servers_and_clients_are():
-    from faultline.netlab.faults.applicability import label_scenarios
+    from faultline.lab.faults.applicability import label_scenarios
 
     for label in LABELS:
         assert set(label_scenarios(label)) == WEB_SCENARIOS, label
@@ -151,7 +152,7 @@ def test_tail_file_refuses_bad_arguments(tmp_path):
 def lab(request):
     """(state, probe context) of one lab of scenario `request.param` (size s); always torn down."""
     from faultline.config import Settings
-    from faultline.netlab import lab as netlab
+    from faultline.lab import lifecycle as netlab
 
     require_root()
     wait_until_no_lab()
@@ -181,7 +182,7 @@ def _loadgens() -> list[str]:
 
 
 def _assert_healthy(state: LabState, ctx) -> None:
-    from faultline.netlab.readiness import routing_problems
+    from faultline.lab.readiness import routing_problems
 
     topo = build_topology(state.scenario, state.size)
     matrix = run_probe(ctx, "reachability", count=2).record
@@ -254,7 +255,7 @@ def test_web_faults_undone_by_hand_are_not_verified(lab):
     slow = faults.inject(state, "sender_application_delay", "web_server_2")
     conf = Path(slow.params["conf"])
     conf.write_text(slow.params["original_conf"])
-    from faultline.netlab.faults.web import reload_and_wait
+    from faultline.lab.faults.web import reload_and_wait
 
     reload_and_wait(state, "web_server_2")
     with pytest.raises(FaultNotVerified, match="artifact missing"):
@@ -277,7 +278,7 @@ def test_web_faults_undone_by_hand_are_not_verified(lab):
 @pytest.mark.parametrize("lab", ["ospf_enterprise_dhcp"], indirect=True)  # a lab of its own: it is taken down
 def test_lab_down_stops_the_generators(lab):
     from faultline.config import Settings
-    from faultline.netlab import lab as netlab
+    from faultline.lab import lifecycle as netlab
 
     state, _ = lab
     dos = faults.inject(state, "web_dos_attack")

@@ -14,9 +14,9 @@ import duckdb
 import pytest
 
 from faultline.mcp.exec_map import command_to_probe
-from faultline.netlab import snapshot as snap
-from faultline.netlab.probes import run_probe
-from faultline.netlab.validate import ProbeError
+from faultline.network import snapshot as snap
+from faultline.network.probes import run_probe
+from faultline.network.validate import ProbeError
 from faultline.sade.mcp_backend import McpConnection, close_backend, mcp_backend
 
 REPO = Path(__file__).resolve().parents[1]

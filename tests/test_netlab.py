@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from faultline.errors import FaultlineError
-from faultline.netlab.scenarios import SIZES, build_topology, scenario_names
+from faultline.lab.scenarios import SIZES, build_topology, scenario_names
 from tests.labhelpers import lab_namespaces as _lab_namespaces
 from tests.labhelpers import require_root as _require_root
 from tests.labhelpers import root_routes as _root_routes
@@ -26,7 +26,7 @@ LAB_DIR = Path(f"/tmp/faultline-lab-test-{os.getpid()}")
 
 
 def _alive(pid: int) -> bool:
-    from faultline.netlab.teardown import alive
+    from faultline.lab.teardown import alive
 
     return alive(pid)
 
@@ -93,7 +93,7 @@ def lab_settings():
 @pytest.fixture(scope="module")
 def bgp_lab(lab_settings):
     """One simple_bgp lab (size s) shared by the tests below; always torn down at the end."""
-    from faultline.netlab import lab
+    from faultline.lab import lifecycle as lab
 
     _require_root()
     assert not _lab_namespaces(), f"leftover lab namespaces before the test: {_lab_namespaces()}"
@@ -106,7 +106,7 @@ def bgp_lab(lab_settings):
 
 
 def test_lab_comes_up_healthy(bgp_lab):
-    from faultline.netlab.readiness import host_pairs, unreachable
+    from faultline.lab.readiness import host_pairs, unreachable
 
     state, _ = bgp_lab
     assert state.status == "healthy"
@@ -135,14 +135,14 @@ def test_status_json(bgp_lab, run_cli, capsys, monkeypatch):
 
 
 def test_second_up_is_refused(bgp_lab, lab_settings):
-    from faultline.netlab import lab
+    from faultline.lab import lifecycle as lab
 
     with pytest.raises(FaultlineError, match="already up"):
         lab.up("simple_bgp", "s", lab_settings)
 
 
 def test_down_leaves_nothing_behind(bgp_lab, lab_settings):
-    from faultline.netlab import lab
+    from faultline.lab import lifecycle as lab
 
     state, routes_before = bgp_lab
     lab.down(lab_settings)
@@ -154,8 +154,8 @@ def test_down_leaves_nothing_behind(bgp_lab, lab_settings):
 
 
 def test_down_all_cleans_a_crashed_lab(lab_settings):
-    from faultline.netlab import lab
-    from faultline.netlab.state import STATE_FILE
+    from faultline.lab import lifecycle as lab
+    from faultline.lab.state import STATE_FILE
 
     _require_root()
     routes_before = _root_routes()

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from faultline.netlab.builder import neigh_entries_needed, raise_neigh_limits
-from faultline.netlab.frr import render_ospf, render_rip, router_daemons
-from faultline.netlab.readiness import host_pairs, readiness_pairs
-from faultline.netlab.scenarios import SCENARIOS, SIZES, build_topology
-from faultline.netlab.topology import Topology
+from faultline.lab.builder import neigh_entries_needed, raise_neigh_limits
+from faultline.lab.frr import render_ospf, render_rip, router_daemons
+from faultline.lab.readiness import host_pairs, readiness_pairs
+from faultline.lab.scenarios import SCENARIOS, SIZES, build_topology
+from faultline.lab.topology import Topology
 from tests.labhelpers import lab_namespaces as _lab_namespaces
 from tests.labhelpers import require_root as _require_root
 from tests.labhelpers import root_routes as _root_routes
@@ -181,8 +181,8 @@ def lab_settings():
 
 
 def _up_healthy_down(scenario: str, settings, daemons: set[str], check=None):
-    from faultline.netlab import lab
-    from faultline.netlab.teardown import alive
+    from faultline.lab import lifecycle as lab
+    from faultline.lab.teardown import alive
 
     _require_root()
     assert not _lab_namespaces(), f"leftover lab namespaces before the test: {_lab_namespaces()}"
@@ -258,8 +258,8 @@ def test_clos_clients_resolve_pod_names_and_load_pages(lab_settings):
 
 
 def test_static_route_is_installed_and_redistributed(lab_settings, monkeypatch):
-    from faultline.netlab import lab
-    from faultline.netlab.readiness import vtysh_json
+    from faultline.lab import lifecycle as lab
+    from faultline.lab.readiness import vtysh_json
 
     _require_root()
     monkeypatch.setitem(SCENARIOS, "static_pair", _static_pair)
@@ -283,8 +283,8 @@ def test_static_route_is_installed_and_redistributed(lab_settings, monkeypatch):
 
 
 def test_large_clos_raises_the_shared_arp_limits_and_down_restores_them(lab_settings):
-    from faultline.netlab import lab
-    from faultline.netlab.builder import neigh_entries_needed, read_neigh_limits
+    from faultline.lab import lifecycle as lab
+    from faultline.lab.builder import neigh_entries_needed, read_neigh_limits
 
     _require_root()
     assert not _lab_namespaces()
@@ -306,7 +306,7 @@ def test_large_clos_raises_the_shared_arp_limits_and_down_restores_them(lab_sett
 
 
 def test_super_spines_sharing_an_as_accept_each_others_client_prefixes():
-    from faultline.netlab.frr import render_bgp
+    from faultline.lab.frr import render_bgp
 
     topo = build_topology("dc_clos_service", "m")
     conf = render_bgp(topo, "super_spine_0")

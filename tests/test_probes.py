@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from faultline.netlab import parse_services as ps
-from faultline.netlab import parsers as pp
-from faultline.netlab.devices import Device, StaticDirectory
-from faultline.netlab.probes import ProbeContext, ProbeError, probe_names, run_probe
-from faultline.netlab.runner import Runner
+from faultline.network import parse_services as ps
+from faultline.network import parsers as pp
+from faultline.network.devices import Device, StaticDirectory
+from faultline.network.probes import ProbeContext, ProbeError, probe_names, run_probe
+from faultline.network.runner import Runner
 
 NS = {"a": "flp-a", "b": "flp-b", "r": "flp-r"}
 DIRECTORY = StaticDirectory([

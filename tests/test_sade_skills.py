@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from faultline.errors import FaultlineError
-from faultline.netlab.faults.catalogue import CATALOGUE
+from faultline.lab.faults.catalogue import CATALOGUE
 from faultline.sade.matcher import match
 from faultline.sade.records import Flag
 from faultline.sade.skills import load_skills

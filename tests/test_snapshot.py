@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from faultline.errors import FaultlineError
-from faultline.netlab import snapshot
-from faultline.netlab.devices import Device
-from faultline.netlab.probes import run_probe
-from faultline.netlab.records import NotRecordedResult
-from faultline.netlab.runner import CommandResult
+from faultline.network import snapshot
+from faultline.network.devices import Device
+from faultline.network.probes import run_probe
+from faultline.network.records import NotRecordedResult
+from faultline.network.runner import CommandResult
 from tests.labhelpers import lab_namespaces, require_root
 
 LAB_DIR = Path(f"/tmp/faultline-lab-snapshot-{os.getpid()}")
@@ -38,7 +38,7 @@ def test_a_call_the_snapshot_lacks_is_answered_not_recorded():
 
 
 def test_a_bad_call_is_still_refused_on_a_snapshot():
-    from faultline.netlab.validate import ProbeError
+    from faultline.network.validate import ProbeError
 
     ctx = _tiny_snapshot().context()
     with pytest.raises(ProbeError):
@@ -62,7 +62,7 @@ def test_client_positions_take_one_user_per_subnet():
 def recorded():
     """A dc_clos_service lab (size s) recorded with the standard battery, then torn down."""
     from faultline.config import Settings
-    from faultline.netlab import lab
+    from faultline.lab import lifecycle as lab
 
     require_root()
     settings = Settings(lab_dir=LAB_DIR, progress=False)
@@ -109,8 +109,8 @@ def test_the_snapshot_covers_every_device_and_the_services(recorded):
 
 
 def test_traceroutes_follow_failing_pairs_one_per_destination_then_per_source_capped():
-    from faultline.netlab.probes import ProbeOutput
-    from faultline.netlab.reachability import ReachabilityMatrix, ReachabilityRow
+    from faultline.network.probes import ProbeOutput
+    from faultline.network.reachability import ReachabilityMatrix, ReachabilityRow
 
     rows = [ReachabilityRow(src=s, dst=d, dst_ip=ip, tx=2, rx=0, loss=100.0, rtt=None, status="unreachable")
             for s in ("a", "b", "c") for d, ip in (("x", "10.0.0.1"), ("y", "10.0.0.2"))]
@@ -125,7 +125,7 @@ def test_traceroutes_follow_failing_pairs_one_per_destination_then_per_source_ca
 
 
 def test_a_command_asked_twice_while_recording_has_one_answer():
-    from faultline.netlab.runner import Runner
+    from faultline.network.runner import Runner
 
     class Counting(Runner):
         def __init__(self):

@@ -56,7 +56,7 @@ def pick_label(outputs: dict[str, AgentOutput]) -> tuple[str | None, str | None]
 def _category_of(label: str | None) -> str | None:
     if not label:
         return None
-    from faultline.netlab.faults.catalogue import catalogue
+    from faultline.lab.faults.catalogue import catalogue
 
     return next((info.category for info in catalogue() if info.label == label), None)
 

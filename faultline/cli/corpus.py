@@ -24,7 +24,7 @@ def generate_command(
     """Generate every incident of a suite: lab up, baseline, inject, verify, record, recover, down."""
     from faultline.corpus.generate import generate_suite
     from faultline.corpus.spec import load_suite
-    from faultline.netlab.lab import require_root
+    from faultline.lab.lifecycle import require_root
 
     spec = load_suite(suite)
     require_root()
@@ -63,8 +63,8 @@ def replay_command(
     as_json: bool = typer.Option(False, "--json", help="Print the typed record as JSON."),
 ) -> None:
     """Answer one probe call from a recorded snapshot (no root, no lab)."""
-    from faultline.netlab import snapshot
-    from faultline.netlab.probes import run_probe
+    from faultline.network import snapshot
+    from faultline.network.probes import run_probe
 
     snap = snapshot.load(snapshot_file)
     args: dict[str, object] = {}

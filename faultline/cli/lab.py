@@ -18,7 +18,7 @@ def up_command(
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds to wait for the lab to be healthy."),
 ) -> None:
     """Build SCENARIO and wait until routing has converged and every host reaches every host."""
-    from faultline.netlab import lab
+    from faultline.lab import lifecycle as lab
 
     state = lab.up(scenario, size, ctx.obj, timeout=timeout)
     typer.echo(f"lab {state.scenario} ({state.size}) healthy in {state.timings['healthy_s']:.1f} s: "
@@ -32,7 +32,7 @@ def down_command(
                               "with or without a state file (after a crash)."),
 ) -> None:
     """Stop the lab's processes (by PID), delete its namespaces and remove its run dir."""
-    from faultline.netlab import lab
+    from faultline.lab import lifecycle as lab
 
     result = lab.down(ctx.obj, all=all_)
     typer.echo(f"removed {len(result['namespaces'])} namespaces, killed {len(result['killed_pids'])} "
@@ -45,7 +45,7 @@ def status_command(
     as_json: bool = typer.Option(False, "--json", help="Print the lab state as JSON."),
 ) -> None:
     """Show the running lab: scenario, status, devices and daemons."""
-    from faultline.netlab import lab
+    from faultline.lab import lifecycle as lab
 
     state = lab.status(ctx.obj)
     if as_json:
@@ -65,7 +65,7 @@ def status_command(
 
 def _running_lab(settings):  # -> LabState
     from faultline.errors import FaultlineError
-    from faultline.netlab import lab
+    from faultline.lab import lifecycle as lab
 
     lab.require_root()
     state = lab.status(settings)
@@ -83,7 +83,7 @@ def inject_command(
     as_json: bool = typer.Option(False, "--json", help="Print the fault record and its ground truth as JSON."),
 ) -> None:
     """Inject fault LABEL into the running lab and record it (then `lab verify`, `lab recover`)."""
-    from faultline.netlab import faults
+    from faultline.lab import faults
 
     state = _running_lab(ctx.obj)
     rec = faults.inject(state, label, target, seed)
@@ -99,7 +99,8 @@ def verify_command(
     as_json: bool = typer.Option(False, "--json", help="Print the incident's ground truth as JSON."),
 ) -> None:
     """Check every injected fault: its artifact is there and its symptom shows through the probes."""
-    from faultline.netlab import faults, lab
+    from faultline.lab import faults
+    from faultline.lab import lifecycle as lab
 
     state = _running_lab(ctx.obj)
     verified = faults.verify(state, lab.probe_context(state, ctx.obj))
@@ -118,7 +119,7 @@ def recover_command(
     timeout: float = typer.Option(30.0, "--timeout", help="Seconds to wait for the lab to be healthy again."),
 ) -> None:
     """Undo every injected fault and wait until the lab is healthy again."""
-    from faultline.netlab import faults
+    from faultline.lab import faults
 
     state = _running_lab(ctx.obj)
     result = faults.recover(state, timeout=timeout)
@@ -137,8 +138,8 @@ def faults_command(
     """
     from dataclasses import asdict
 
-    from faultline.netlab.faults.applicability import scenario_table
-    from faultline.netlab.faults.catalogue import catalogue
+    from faultline.lab.faults.applicability import scenario_table
+    from faultline.lab.faults.catalogue import catalogue
 
     where = scenario_table(size)
     rows = [info for info in catalogue() if all_ or info.status == "implemented"]

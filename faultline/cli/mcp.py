@@ -27,7 +27,7 @@ def lab_command(
     """NIKA's v1 agent tools (reachability, exec_shell, frr_*, submit, ...) over the lab or a snapshot."""
     from faultline.errors import FaultlineError
     from faultline.mcp import lab_server
-    from faultline.netlab import snapshot as snap
+    from faultline.network import snapshot as snap
     from faultline.sade.backend import Backend, lab_backend
 
     if snapshot is not None and lab:

@@ -48,20 +48,6 @@ class IncidentResult:
     sizes: dict[str, int] = field(default_factory=dict)
 
 
-def lab_names_and_urls(scenario: str, size: str) -> tuple[list[str], list[str]]:
-    """Every DNS name of the lab, and the URL of every web name (web servers and load balancers)."""
-    from faultline.netlab.scenarios import build_topology
-
-    topo = build_topology(scenario, size)
-    names, urls = [], []
-    for _, (_, records) in sorted(topo.zones.items()):
-        for fqdn, node in sorted(records.items()):
-            names.append(fqdn)
-            if topo.nodes[node].role in ("web", "lb"):
-                urls.append(f"http://{fqdn}/")
-    return names, urls
-
-
 def copy_tail(source: Path, target: Path, limit: int) -> bool:
     """Copy `source` gzipped to `target`, only its last whole lines within `limit` bytes if longer; True if cut.
 
@@ -80,7 +66,7 @@ def copy_tail(source: Path, target: Path, limit: int) -> bool:
 
 def collect_logs(run_dir: Path, dest: Path) -> dict[str, int]:
     """Copy every device log of the lab into `dest/<device>/`; returns bytes per device."""
-    from faultline.netlab.devices import LAB_PREFIX
+    from faultline.lab.namespaces import LAB_PREFIX
 
     sizes: dict[str, int] = {}
     sources = [(p.parent.name.removeprefix(LAB_PREFIX), p) for p in (run_dir / "frr").glob("*/*")]
@@ -98,8 +84,11 @@ def collect_logs(run_dir: Path, dest: Path) -> dict[str, int]:
 def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings: Settings, *,
                       historical: bool = False, backdate_days: int = 0, timeout: float = 90.0) -> IncidentResult:
     """Generate one incident into `out/<incident_id>/` (replacing an earlier attempt)."""
-    from faultline.netlab import faults, lab, snapshot
-    from faultline.netlab.faults.base import FaultNotVerified
+    from faultline.lab import faults
+    from faultline.lab import lifecycle as lab
+    from faultline.lab.access import names_and_urls
+    from faultline.lab.faults.base import FaultNotVerified
+    from faultline.network import snapshot
 
     folder = out / incident_id
     if folder.exists():
@@ -115,7 +104,7 @@ def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings:
         result.timings[name] = round(result.timings.get(name, 0.0) + now - t, 2)
         t = now
 
-    names, urls = lab_names_and_urls(spec.scenario, spec.size)
+    names, urls = names_and_urls(spec.scenario, spec.size)
     state = None
     try:
         state = lab.up(spec.scenario, spec.size, settings, timeout=timeout)
@@ -210,7 +199,7 @@ def ticket_record(ticket: Any, incident_id: str, spec: IncidentSpec) -> dict[str
 
 
 def _protocol(spec: IncidentSpec) -> str:
-    from faultline.netlab.scenarios import build_topology
+    from faultline.lab.scenarios import build_topology
 
     return build_topology(spec.scenario, spec.size).protocol
 

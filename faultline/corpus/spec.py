@@ -110,8 +110,8 @@ def load_suite(ref: str | Path) -> Suite:
 
 def _check_names(suite: Suite, path: Path) -> None:
     """Scenarios, sizes and labels must exist; a label this lab cannot inject is caught at generation."""
-    from faultline.netlab.faults.catalogue import catalogue
-    from faultline.netlab.scenarios import SIZES, scenario_names
+    from faultline.lab.faults.catalogue import catalogue
+    from faultline.lab.scenarios import SIZES, scenario_names
 
     labels = {info.label for info in catalogue()}
     for n, spec in enumerate(suite.incidents):

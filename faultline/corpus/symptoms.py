@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
-from faultline.netlab.probes import ProbeOutput
-from faultline.netlab.reachability import ReachabilityMatrix, ReachabilityRow
-from faultline.netlab.records import DnsResult, HttpTiming, InterfaceList, PingResult
+from faultline.network.probes import ProbeOutput
+from faultline.network.reachability import ReachabilityMatrix, ReachabilityRow
+from faultline.network.records import DnsResult, HttpTiming, InterfaceList, PingResult
 
 SymptomKind = Literal["unreachable", "packet_loss", "slow", "dns_failure", "dns_wrong_answer", "http_error",
                       "http_slow", "no_address", "service_refused"]

@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict
 
 from faultline.corpus.symptoms import Symptom, excerpt
 from faultline.errors import FaultlineError
-from faultline.netlab.faults.catalogue import catalogue
-from faultline.netlab.scenarios import build_topology
+from faultline.lab.faults.catalogue import catalogue
+from faultline.lab.scenarios import build_topology
 
 TEXT_DIR = Path(__file__).with_name("text")
 USER_ROLES = ("host", "client")  # devices a person sits at
@@ -45,7 +45,7 @@ Priority = Literal["Critical", "Major", "Minor", "Trivial"]
 
 
 class TicketFacts(BaseModel):
-    """One incident as the writer sees it; `ground_truth` as faultline.netlab.faults.ground_truth returns it."""
+    """One incident as the writer sees it; `ground_truth` as faultline.lab.faults.ground_truth returns it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -15,9 +15,9 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from faultline.netlab.devices import Device, DeviceDirectory
-from faultline.netlab.reachability import main_ip
-from faultline.netlab.validate import ProbeError
+from faultline.network.devices import Device, DeviceDirectory
+from faultline.network.reachability import main_ip
+from faultline.network.validate import ProbeError
 
 _SHELL_TOKENS = {"|", "||", "&", "&&", ";", ">", ">>", "<", "<<", "2>", "2>&1", "&>"}
 _SHOW = {"show", "list", "ls", "sh", "lst"}

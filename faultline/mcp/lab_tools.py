@@ -16,10 +16,10 @@ from typing import Any
 
 from faultline.errors import FaultlineError
 from faultline.mcp.exec_map import command_to_probe
-from faultline.netlab.probes import ProbeOutput
-from faultline.netlab.reachability import main_ip
-from faultline.netlab.records import NotRecordedResult
-from faultline.netlab.validate import ProbeError
+from faultline.network.probes import ProbeOutput
+from faultline.network.reachability import main_ip
+from faultline.network.records import NotRecordedResult
+from faultline.network.validate import ProbeError
 from faultline.sade.backend import Backend
 from faultline.sade.records import RootCause, SubmissionV1, SubmissionV2
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from faultline.netlab.devices import Device
-from faultline.netlab.probes import ProbeContext, ProbeOutput, run_probe
-from faultline.netlab.records import NotRecordedResult
+from faultline.network.devices import Device
+from faultline.network.probes import ProbeContext, ProbeOutput, run_probe
+from faultline.network.records import NotRecordedResult
 
 if TYPE_CHECKING:
     from faultline.config import Settings
@@ -65,7 +65,7 @@ class Backend:
 def snapshot_backend(snapshot_file: Path, baseline_file: Path | None = None, *, use_baseline: bool = True) -> Backend:
     """A backend answering from a recorded incident snapshot, with its healthy baseline when given or found
     beside it (`use_baseline=False`: diagnose as if no baseline existed, like a live network)."""
-    from faultline.netlab import snapshot as snap
+    from faultline.network import snapshot as snap
 
     incident = snap.load(snapshot_file)
     if not use_baseline:
@@ -90,16 +90,15 @@ def snapshot_backend(snapshot_file: Path, baseline_file: Path | None = None, *, 
 def lab_backend(settings: Settings) -> Backend:
     """A backend over the running lab (root): live probes, no baseline."""
     from faultline.errors import FaultlineError
-    from faultline.netlab import lab
+    from faultline.lab import access
 
-    state = lab.status(settings)
+    state = access.status(settings)
     if state is None:
         raise FaultlineError("no lab is running", fix="start one with `sudo faultline lab up SCENARIO`")
-    from faultline.corpus.generate import lab_names_and_urls
-    from faultline.netlab.snapshot import readable_files
+    from faultline.network.snapshot import readable_files
 
-    ctx = lab.probe_context(state, settings)
+    ctx = access.probe_context(state, settings)
     files = {dev: readable_files(roots) for dev, roots in ctx.file_roots.items()}
-    names, urls = lab_names_and_urls(state.scenario, state.size)
+    names, urls = access.names_and_urls(state.scenario, state.size)
     return Backend(kind="lab", ctx=ctx, scenario=state.scenario, size=state.size, files=files, dns_names=names,
                    urls=urls)

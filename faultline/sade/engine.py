@@ -23,7 +23,7 @@ class NoSubmission(Exception):
 
 def v2_fault_type(label: str) -> str:
     """NIKA v2's failure id for a v1 label (the same name, or v2's nearest id where v1 has a label v2 lacks)."""
-    from faultline.netlab.faults.registry import fault_class
+    from faultline.lab.faults.registry import fault_class
 
     try:
         return fault_class(label).fault_type

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from faultline.netlab.devices import Device
+from faultline.network.devices import Device
 from faultline.sade.scans.common import behind, flag, gateway_router
 from faultline.sade.session import Session
 
@@ -140,7 +140,7 @@ def _canary(s: Session, sym: Symptoms) -> None:
 
 
 def _user_position(s: Session) -> Device | None:
-    from faultline.netlab.snapshot import client_positions
+    from faultline.network.snapshot import client_positions
 
     names = client_positions(s.devices())
     return s.device(names[0]) if names else None

@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from faultline.errors import FaultlineError
-from faultline.netlab.devices import Device, StaticDirectory
-from faultline.netlab.probes import ProbeContext
-from faultline.netlab.runner import CommandResult, NotRecorded, Runner
+from faultline.network.devices import Device, StaticDirectory
+from faultline.network.probes import ProbeContext
+from faultline.network.runner import CommandResult, NotRecorded, Runner
 from faultline.sade.backend import Backend
 
 CALL_MARGIN_S = 20.0  # on top of the command timeout: transport and server overhead

@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from faultline.netlab.devices import Device
-from faultline.netlab.probes import ProbeOutput
-from faultline.netlab.records import NotRecordedResult
+from faultline.network.devices import Device
+from faultline.network.probes import ProbeOutput
+from faultline.network.records import NotRecordedResult
 from faultline.sade.backend import Backend
 from faultline.sade.records import Flag, Step
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from faultline.netlab.devices import Device
+from faultline.network.devices import Device
 from faultline.sade.records import Flag
 from faultline.sade.session import Session
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from faultline.netlab.devices import Device
+from faultline.network.devices import Device
 from faultline.sade.scans.common import flag, ipv4, same_subnet
 from faultline.sade.session import Session
 

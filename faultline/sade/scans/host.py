@@ -7,7 +7,7 @@ is not one of the network's DNS servers), and a read-only DHCP request where the
 
 from __future__ import annotations
 
-from faultline.netlab.devices import Device
+from faultline.network.devices import Device
 from faultline.sade.scans.common import flag, ipv4, is_end, owner_of
 from faultline.sade.session import Session
 

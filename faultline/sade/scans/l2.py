@@ -8,7 +8,7 @@ they match, packets diverted to a queue).
 
 from __future__ import annotations
 
-from faultline.netlab.devices import Device
+from faultline.network.devices import Device
 from faultline.sade.scans.common import flag, ipv4, is_end, owner_of
 from faultline.sade.session import Session
 

@@ -1,0 +1,52 @@
+"""What a running lab offers the tools that read it: its state, a probe context, the names users reach.
+
+Diagnosis backends and the MCP lab server use only this module of the lab: it imports no fault
+injector and nothing that builds or tears down a lab.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from faultline.config import Settings
+from faultline.lab.frr import router_dir
+from faultline.lab.scenarios import build_topology
+from faultline.lab.services import service_dir
+from faultline.lab.state import LabState, load_state
+from faultline.network.probes import ProbeContext
+from faultline.network.runner import Runner
+
+FRR_DAEMONS = {"zebra", "bgpd", "ospfd", "staticd", "ripd"}
+
+
+def status(settings: Settings) -> LabState | None:
+    """The current lab's state, or None when no lab is up."""
+    return load_state(Path(settings.lab_dir).resolve())
+
+
+def probe_context(state: LabState, settings: Settings | None = None, runner: Runner | None = None) -> ProbeContext:
+    """A ProbeContext for the running lab: its devices, each router's vty socket dir and readable FRR files."""
+    run_dir = Path(state.run_dir) if settings is None else Path(settings.lab_dir).resolve()
+    routers = sorted(d.name for d in state.devices() if d.role == "router")
+    dirs = {r: str(router_dir(run_dir, r)) for r in routers}
+    roots: dict[str, list[str]] = {r: [d] for r, d in dirs.items()}
+    # service configs and logs, and every end host's resolv.conf folder
+    for proc in state.processes:
+        if proc.name not in FRR_DAEMONS:
+            roots.setdefault(proc.device, []).append(str(service_dir(run_dir, proc.device)))
+    for device in state.devices():
+        if device.role not in ("router", "switch"):
+            roots.setdefault(device.name, []).append(f"/etc/netns/{device.namespace}")
+    return ProbeContext(directory=state, runner=runner or Runner(), file_roots=roots, vty_dirs=dirs)
+
+
+def names_and_urls(scenario: str, size: str) -> tuple[list[str], list[str]]:
+    """Every DNS name of a lab, and the URL of every web name (web servers and load balancers)."""
+    topo = build_topology(scenario, size)
+    names, urls = [], []
+    for _, (_, records) in sorted(topo.zones.items()):
+        for fqdn, node in sorted(records.items()):
+            names.append(fqdn)
+            if topo.nodes[node].role in ("web", "lb"):
+                urls.append(f"http://{fqdn}/")
+    return names, urls

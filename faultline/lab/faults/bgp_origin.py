@@ -1,0 +1,206 @@
+"""BGP faults that originate a prefix the router does not own (BGP scenarios), live through vtysh.
+
+A more specific prefix P inside another router's host LAN is announced with `network P` under
+`router bgp`, so every router prefers it (longest match) and traffic for that part of the LAN goes
+to the faulty router. BGP here runs with `bgp network import-check`: P is only announced while the
+faulty router has a route for it, which each fault creates first.
+
+* `bgp_blackhole_route_leak`: P = the /30 around a seeded remote host's address (NIKA v1), made
+  routable by the static `ip route P Null0`. The lab's BGP routers run no staticd, so the fault starts
+  one (recorded in the lab state, stopped again on recover); the leaked route blackholes P network-wide.
+* `bgp_hijacking`: P = the first /25 of the victim's /24 (the last web server, else the last host, as
+  NIKA), put on `lo` with `ip addr replace` (NIKA's `interface lo` address). On `lo` the kernel treats
+  the whole /25 as local, so the hijacker answers pings for the victim while the victim's own
+  replies are absorbed: rows from the victim fail.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+from pathlib import Path
+
+from faultline.lab import frr, teardown
+from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, reachability_problem, sh
+from faultline.lab.faults.l2 import end_hosts, lan_of
+from faultline.lab.faults.routing import _wait, bgp_block, vtysh
+from faultline.lab.state import LabProcess, LabState
+from faultline.lab.topology import Lan, Topology
+from faultline.network.probes import ProbeContext, run_probe
+
+AF = "address-family ipv4 unicast"
+
+
+def start_staticd(state: LabState, router: str) -> int | None:
+    """Start staticd on `router` unless one runs; its PID (recorded in the lab state), None if one ran."""
+    if any(p.device == router and p.name == "staticd" and teardown.alive(p.pid) for p in state.processes):
+        return None
+    run_dir = Path(state.run_dir)
+    rdir = frr.router_dir(run_dir, router)
+    pidfile = rdir / "staticd.pid"
+    old = pidfile.read_text().strip() if pidfile.exists() else ""
+    frr.start_daemon(run_dir, router, "staticd")
+    _wait(lambda: pidfile.exists() and pidfile.read_text().strip() not in ("", old),
+          f"staticd on {router} did not write its pid file")
+    pid = int(pidfile.read_text().strip())
+    state.processes.append(LabProcess(pid, "staticd", router, state.device(router).namespace))
+    state.extra_paths.append(frr.crash_buffers("staticd", pid))
+    state.save()  # recorded before use: `lab down` stops it whatever happens next
+    _wait(lambda: (rdir / "staticd.vty").exists(), f"staticd on {router} did not open its vty socket")
+    return pid
+
+
+def stop_staticd(state: LabState, pid: int | None) -> None:
+    """Stop a staticd this module started (by PID, only if it still is staticd) and forget it."""
+    if pid is None:
+        return
+    if teardown.alive(pid) and teardown.comm(pid) == "staticd":
+        teardown.kill_pids([pid])
+    state.processes = [p for p in state.processes if not (p.pid == pid and p.name == "staticd")]
+
+
+def running_config(ctx: ProbeContext, router: str) -> str:
+    """`show running-config` through the probe API."""
+    return run_probe(ctx, "vtysh_show", dev=router, command="show running-config").raw
+
+
+class BgpOrigination(Fault):
+    """Base: make P routable on the router (`originate`), then `network P` under `router bgp`."""
+
+    category = "misconfiguration"
+    roles = ("router",)
+    protocols = ("bgp",)
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        victim, prefix = self.victim(topo, rec.target, rng)
+        head = bgp_block(vtysh(state, rec.target, "show running-config"))[0]
+        rec.params = {"victim": victim, "prefix": prefix, "head": head}
+        what = self.originate(state, rec)
+        vtysh(state, rec.target, "configure terminal", head, AF, f"network {prefix}")
+        rec.mechanism = f"{what}; vtysh on {rec.target}: {head} / network {prefix} (victim {victim})"
+
+    def victim(self, topo: Topology, router: str, rng: random.Random) -> tuple[str, str]:
+        """(victim host, prefix P to announce)."""
+        raise NotImplementedError
+
+    def originate(self, state: LabState, rec: FaultRecord) -> str:
+        """Give the router a route for P (import-check); returns what was done, in words."""
+        raise NotImplementedError
+
+    def origin_problem(self, ctx: ProbeContext, rec: FaultRecord, config: str) -> str | None:
+        """None when the router's own route for P is in place."""
+        raise NotImplementedError
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        config = running_config(ctx, rec.target)
+        prefix = rec.params["prefix"]
+        if f"network {prefix}" not in {line.strip() for line in config.splitlines()}:
+            return f"`network {prefix}` is not under router bgp on {rec.target}"
+        return self.origin_problem(ctx, rec, config)
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        return reachability_problem(ctx, rec.params["victim"])
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        prefix = rec.params["prefix"]
+        lines = {line.strip() for line in vtysh(state, rec.target, "show running-config").splitlines()}
+        if f"network {prefix}" in lines:
+            vtysh(state, rec.target, "configure terminal", rec.params["head"], AF, f"no network {prefix}")
+        self.withdraw(state, rec, lines)
+
+    def withdraw(self, state: LabState, rec: FaultRecord, config_lines: set[str]) -> None:
+        """Remove the router's own route for P (already gone is fine)."""
+        raise NotImplementedError
+
+
+class BgpBlackholeRouteLeak(BgpOrigination):
+    """`bgp_blackhole_route_leak`: `ip route P Null0` + `network P`, P = a remote host's /30."""
+
+    label = "bgp_blackhole_route_leak"
+    fault_type = "bgp_blackhole_community_leak"  # v1-only label: v2's nearest id
+    host_lan = True
+
+    @classmethod
+    def targets(cls, topo: Topology) -> list[str]:
+        # NIKA: a router with an attached host, and some host behind another router to blackhole
+        with_hosts = {lan.router for lan in topo.lans if end_hosts(topo, lan)}
+        return [r for r in super().targets(topo) if with_hosts - {r}]
+
+    @classmethod
+    def needs(cls) -> str:
+        return "two BGP routers with attached host LANs"
+
+    def victim(self, topo: Topology, router: str, rng: random.Random) -> tuple[str, str]:
+        remote = sorted((i.node, i.address) for lan in topo.lans if lan.router != router
+                        for i in lan.hosts if i.node in end_hosts(topo, lan))
+        host, address = rng.choice(remote)
+        return host, str(ipaddress.ip_network(f"{address.split('/')[0]}/30", strict=False))
+
+    def originate(self, state: LabState, rec: FaultRecord) -> str:
+        pid = start_staticd(state, rec.target)
+        rec.params["staticd_pid"] = pid
+        vtysh(state, rec.target, "configure terminal", f"ip route {rec.params['prefix']} Null0")
+        started = f"staticd started (pid {pid}); " if pid else ""
+        return f"{started}vtysh on {rec.target}: ip route {rec.params['prefix']} Null0"
+
+    def origin_problem(self, ctx: ProbeContext, rec: FaultRecord, config: str) -> str | None:
+        prefix = rec.params["prefix"]
+        if f"ip route {prefix} Null0" not in config.splitlines():
+            return f"no `ip route {prefix} Null0` on {rec.target}"
+        routes = run_probe(ctx, "ip_route", dev=rec.target).record.routes
+        if not any(r.dst == prefix and r.type == "blackhole" for r in routes):
+            return f"no blackhole route for {prefix} in {rec.target}'s kernel"
+        return None
+
+    def withdraw(self, state: LabState, rec: FaultRecord, config_lines: set[str]) -> None:
+        if f"ip route {rec.params['prefix']} Null0" in config_lines:
+            vtysh(state, rec.target, "configure terminal", f"no ip route {rec.params['prefix']} Null0")
+        stop_staticd(state, rec.params.get("staticd_pid"))
+
+
+class BgpHijacking(BgpOrigination):
+    """`bgp_hijacking`: the first /25 of the victim's LAN on `lo` + `network` under `router bgp`."""
+
+    label = "bgp_hijacking"
+    category = "network_under_attack"
+    fault_type = "bgp_hijacking"
+
+    @classmethod
+    def targets(cls, topo: Topology) -> list[str]:
+        found = victim_lan(topo)
+        return [r for r in super().targets(topo) if found and r != found[1].router]
+
+    @classmethod
+    def needs(cls) -> str:
+        return "a BGP router other than the gateway of the last web server (or last host)"
+
+    def victim(self, topo: Topology, router: str, rng: random.Random) -> tuple[str, str]:
+        found = victim_lan(topo)
+        if found is None:
+            raise FaultError(f"{topo.scenario} has no web server or host on a LAN to hijack")
+        host, lan = found
+        return host, str(next(ipaddress.ip_network(lan.subnet).subnets(new_prefix=25)))
+
+    def originate(self, state: LabState, rec: FaultRecord) -> str:
+        ns = state.device(rec.target).namespace
+        sh(in_ns(ns, "ip", "addr", "replace", rec.params["prefix"], "dev", "lo"), "lo address")
+        return f"ip addr replace {rec.params['prefix']} dev lo on {rec.target}"
+
+    def origin_problem(self, ctx: ProbeContext, rec: FaultRecord, config: str) -> str | None:
+        for iface in run_probe(ctx, "ip_addr", dev=rec.target).record.interfaces:
+            if iface.ifname == "lo" and rec.params["prefix"] in iface.addresses:
+                return None
+        return f"{rec.target} lo does not carry {rec.params['prefix']}"
+
+    def withdraw(self, state: LabState, rec: FaultRecord, config_lines: set[str]) -> None:
+        ns = state.device(rec.target).namespace
+        sh(in_ns(ns, "ip", "addr", "del", rec.params["prefix"], "dev", "lo"), "lo address delete", check=False)
+
+
+def victim_lan(topo: Topology) -> tuple[str, Lan] | None:
+    """NIKA's hijack victim: the last node with role web, else the last host; with its LAN."""
+    webs = [n.name for n in topo.nodes.values() if n.role == "web"]
+    hosts = webs or [n.name for n in topo.nodes.values() if n.role == "host"]
+    found = lan_of(topo, hosts[-1]) if hosts else None
+    return (hosts[-1], found[0]) if found else None
+

@@ -1,0 +1,194 @@
+"""DHCP server misconfiguration (NIKA v1): a LAN's block missing, or handing out a spoofed gateway or DNS server.
+
+NIKA edits the target host's `subnet {}` block in isc-dhcp-server's dhcpd.conf, restarts the server
+and makes every host run `dhclient -r; dhclient`. Here the server is dnsmasq: the host's LAN has one
+tagged block (`dhcp-range=set:lanK,...`, `dhcp-option=tag:lanK,...`); the fault edits its lines
+(recorded, see `dhcp_clients`), restarts dnsmasq and makes every udhcpc client release and renew,
+polling until each client holds what the faulty server hands out. Ground truth names the server and
+the seeded host (NIKA: [DHCP, H]); v2's resource is the server, whose config changed. Recovery puts
+the lines back, restarts, renews every client and polls until each holds its reserved address and
+gateway again.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import ClassVar
+
+from faultline.lab import service_ops
+from faultline.lab.faults import dhcp_clients as dc
+from faultline.lab.faults.base import Fault, FaultError, FaultRecord
+from faultline.lab.faults.dns_dhcp import (
+    WRONG_DNS,
+    file_lines,
+    lookup_fails,
+    lookup_target,
+    nameservers,
+)
+from faultline.lab.services import resolv_conf
+from faultline.lab.state import LabState
+from faultline.lab.topology import Topology
+from faultline.network.probes import ProbeContext, run_probe
+
+
+class DhcpConfigFault(Fault):
+    """Base: edit the server's block for the target host's LAN, restart dnsmasq, make every client renew.
+
+    The target is the seeded host (its LAN's block is edited); ground truth names the server and the
+    host, as NIKA does; v2's resource is the server, whose config was changed.
+    """
+
+    roles = ("host",)
+    checks_dns: ClassVar[bool] = False  # recovery waits for the LAN's resolv.conf too
+    symptom_timeout = 15.0
+
+    @classmethod
+    def targets(cls, topo: Topology) -> list[str]:
+        return [n for n in super().targets(topo) if topo.nodes[n].dhcp] if dc.dhcp_server(topo) else []
+
+    @classmethod
+    def needs(cls) -> str:
+        return "a DHCP host (a lab with a dhcp server)"
+
+    def edits(self, lines: list[str], tag: str, gateway: str) -> tuple[list[dict], str]:
+        """(edits of the config lines, description) for the LAN block `tag`."""
+        raise NotImplementedError
+
+    def faulty(self, healthy: dc.ClientState) -> dc.ClientState:
+        """What a client of the edited LAN ends up with after renewing."""
+        raise NotImplementedError
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        tag, lan = dc.host_block(topo, rec.target)
+        server = topo.dhcp_relays.get(lan.router) or dc.dhcp_server(topo)
+        if not service_ops.service_running(state, server):
+            raise FaultError(f"{server}'s DHCP service is not running", fix="recover the lab first")
+        path = service_ops.config_path(state, server)
+        edits, what = self.edits(path.read_text().splitlines(), tag, lan.gateway.address.split("/")[0])
+        dc.apply_edits(path, edits)
+        service_ops.restart_service(state, server)
+        lan_hosts = sorted(set(dc.dhcp_hosts(topo)) & {h.node for h in lan.hosts})
+        resolvers = topo.nodes[rec.target].resolvers
+        rec.params = {"server": server, "config": str(path), "tag": tag, "subnet": lan.subnet, "edits": edits,
+                      "lan_hosts": lan_hosts, "name": lookup_target(topo, resolvers[0])[0] if resolvers else None}
+        problem = dc.renew_all(state, topo, lambda h: self.expected(topo, h, lan_hosts))
+        rec.params["renew_problem"] = problem
+        rec.faulty_devices = sorted([server, rec.target])
+        rec.resource_id = f"node/{server}"
+        rec.mechanism = (f"{server}: {what} for {lan.subnet} ({tag}, {rec.target}'s LAN) in dnsmasq.conf, dnsmasq "
+                         f"restarted, every DHCP client released and renewed (udhcpc SIGUSR2+SIGUSR1; NIKA: "
+                         "isc-dhcp-server dhcpd.conf + dhclient -r; dhclient)")
+
+    def expected(self, topo: Topology, host: str, lan_hosts: list[str]) -> dc.ClientState:
+        healthy = dc.healthy_client(topo, host)
+        if host in lan_hosts:
+            return self.faulty(healthy)
+        return dc.ClientState(healthy.address, healthy.gateway)
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        lines, error = file_lines(ctx, rec.params["server"], rec.params["config"])
+        if error:
+            return error
+        for edit in rec.params["edits"]:
+            if edit["old"] in lines or (edit["new"] is not None and edit["new"] not in lines):
+                return f"{rec.params['server']}'s dnsmasq.conf has {edit['old']!r} back (the fault's edit is gone)"
+        return None
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        server = rec.params["server"]
+        dc.revert_edits(Path(rec.params["config"]), rec.params["edits"])
+        if not dc.restart_if_running(state, server):
+            return  # the server is down (another fault): its recovery starts it with this config
+        lan_hosts = rec.params["lan_hosts"]
+
+        def healthy(host: str) -> dc.ClientState:
+            want = dc.healthy_client(topo, host)
+            return want if self.checks_dns and host in lan_hosts else dc.ClientState(want.address, want.gateway)
+
+        problem = dc.renew_all(state, topo, healthy)
+        if problem:
+            raise FaultError(f"{rec.label}: the DHCP clients did not recover: {problem}",
+                             fix="run `faultline lab recover` again")
+
+
+class DhcpMissingSubnet(DhcpConfigFault):
+    """`dhcp_missing_subnet`: the range and options of the host's LAN removed; its hosts get no lease."""
+
+    label = "dhcp_missing_subnet"
+    category = "misconfiguration"
+    fault_type = "dhcp_missing_subnet"
+
+    def edits(self, lines, tag, gateway):
+        block = dc.block_lines(lines, tag)
+        if not block:
+            raise FaultError(f"the DHCP config has no block for {tag}")
+        anchors = [dc.line_before(lines, block[0])] + block[:-1]
+        return ([{"old": ln, "new": None, "after": after} for ln, after in zip(block, anchors)],
+                f"dhcp-range and dhcp-option lines removed ({len(block)} lines)")
+
+    def faulty(self, healthy):
+        return dc.ClientState(None, None)
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        for iface in run_probe(ctx, "ip_addr", dev=rec.target).record.interfaces:
+            v4 = [a for a in iface.addresses if ":" not in a]
+            if iface.ifname == dc.IFNAME and v4:
+                return f"{rec.target} eth0 still has {v4}"
+        check = run_probe(ctx, "dhcp_check", src=rec.target).record
+        if check.status != "no_lease":
+            return f"dhcp_check from {rec.target}: {check.status} ({check.acked_ip or check.error})"
+        return None
+
+
+class DhcpSpoofedGateway(DhcpConfigFault):
+    """`dhcp_spoofed_gateway`: the router option of the host's LAN is .254; its hosts route into nothing."""
+
+    label = "dhcp_spoofed_gateway"
+    category = "network_under_attack"
+    fault_type = "dhcp_spoofed_gateway"
+
+    def edits(self, lines, tag, gateway):
+        prefix = f"dhcp-option=tag:{tag},option:router,"
+        old = next((ln for ln in lines if ln.startswith(prefix)), None)
+        wrong = ".".join(gateway.split(".")[:3] + ["254"])
+        if old is None or wrong == gateway:
+            raise FaultError(f"the DHCP config has no router option for {tag} other than .254")
+        return [{"old": old, "new": prefix + wrong, "after": None}], f"router option {gateway} -> {wrong}"
+
+    def faulty(self, healthy):
+        return dc.ClientState(healthy.address, ".".join(healthy.gateway.split(".")[:3] + ["254"]))
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        wrong = rec.params["edits"][0]["new"].rsplit(",", 1)[1]
+        routes = run_probe(ctx, "ip_route", dev=rec.target).record.routes
+        gateways = [r.gateway for r in routes if r.dst == "default"]
+        if gateways != [wrong]:
+            return f"{rec.target} default via {gateways or 'nothing'}, not the spoofed {wrong}"
+        rows = run_probe(ctx, "reachability", sources=[rec.target], count=2).record.rows
+        return None if any(r.status != "ok" for r in rows) else f"{rec.target} still reaches all {len(rows)} hosts"
+
+
+class DhcpSpoofedDns(DhcpConfigFault):
+    """`dhcp_spoofed_dns`: the DNS-server option of the host's LAN is 8.8.8.8; its hosts cannot resolve."""
+
+    label = "dhcp_spoofed_dns"
+    category = "network_under_attack"
+    fault_type = "dhcp_spoofed_dns"
+    checks_dns = True
+
+    def edits(self, lines, tag, gateway):
+        prefix = f"dhcp-option=tag:{tag},option:dns-server,"
+        old = next((ln for ln in lines if ln.startswith(prefix)), None)
+        if old is None:
+            raise FaultError(f"the DHCP config has no dns-server option for {tag}")
+        return [{"old": old, "new": prefix + WRONG_DNS, "after": None}], f"dns-server option -> {WRONG_DNS}"
+
+    def faulty(self, healthy):
+        return dc.ClientState(healthy.address, healthy.gateway, (WRONG_DNS,))
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        lines, error = file_lines(ctx, rec.target, str(resolv_conf(rec.target)))
+        if error or nameservers(lines) != [WRONG_DNS]:
+            return error or f"{rec.target}'s resolv.conf lists {nameservers(lines) or 'nothing'}, not [{WRONG_DNS}]"
+        return lookup_fails(ctx, rec.target, rec.params["name"])

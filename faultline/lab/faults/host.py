@@ -1,0 +1,231 @@
+"""End-host addressing faults (NIKA v1 `host_*`): eth0's address or default route changed by hand.
+
+Every mechanism records the host's eth0 addresses and gateway routes before touching them, and
+recovery puts exactly those back (`ip addr flush` + re-add, `ip route replace`), so undoing twice, or
+undoing a fault somebody already repaired, is harmless. Values follow NIKA v1 (notes §A.2 / §G):
+
+* `host_missing_ip`: the address deleted (the default route goes with it).
+* `host_incorrect_ip`: address replaced by 10.2.1.x/24 (x seeded), default via 10.2.1.1.
+* `host_incorrect_gateway`: default route via the gateway's address with last octet .254.
+* `host_incorrect_netmask`: same address with /8, default via the original gateway.
+* `host_ip_conflict`: host B (the target) takes host A's address (A seeded among the other hosts)
+  and a default route via A's gateway; ground truth names both.
+
+`host_crash` (partial, §G: there is no container to kill): every process in the host's namespace is
+killed by PID and the far end of each of its veths is set down from outside, so the host goes silent
+(its interfaces lose carrier). Recover sets the far ends up again and starts the host's lab service
+afresh (a DHCP host's udhcpc), as a rebooted host would; the record lists what was killed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import random
+
+from faultline.lab import teardown
+from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, sh
+from faultline.lab.faults.link import interface_state, veth_peer
+from faultline.lab.service_ops import service_process, service_running, start_recorded
+from faultline.lab.state import LabState
+from faultline.lab.topology import Topology
+from faultline.network.probes import ProbeContext, run_probe
+
+IFNAME = "eth0"
+
+
+def host_lan(topo: Topology, host: str) -> tuple[str, str]:
+    """(eth0 address with prefix, gateway address) of a host, from the topology."""
+    for lan in topo.lans:
+        for iface in lan.hosts:
+            if iface.node == host and iface.name == IFNAME:
+                return iface.address, lan.gateway.address.split("/")[0]
+    raise FaultError(f"{host} has no {IFNAME} on a LAN with a gateway")
+
+
+def snapshot(namespace: str) -> dict:
+    """eth0's IPv4 addresses and the routes with a gateway, as they are now (what recovery restores)."""
+    shown = sh(in_ns(namespace, "ip", "-j", "-4", "addr", "show", "dev", IFNAME), "addr list").stdout
+    addrs = json.loads(shown or "[]")
+    cidrs = [f"{a['local']}/{a['prefixlen']}" for link in addrs for a in link.get("addr_info", [])]
+    routes = json.loads(sh(in_ns(namespace, "ip", "-j", "route", "show"), "route list").stdout or "[]")
+    gw_routes = [[r["dst"], r["gateway"]] for r in routes if r.get("gateway")]
+    return {"addresses": cidrs, "routes": gw_routes}
+
+
+def set_addressing(namespace: str, addresses: list[str], routes: list[list[str]]) -> None:
+    """Make eth0 carry exactly `addresses` and put `routes` ([dst, gateway]) back; default routes dropped first."""
+    sh(in_ns(namespace, "ip", "-4", "addr", "flush", "dev", IFNAME), "addr flush")
+    sh(in_ns(namespace, "ip", "-4", "route", "flush", "default"), "default route flush", check=False)
+    for cidr in addresses:
+        sh(in_ns(namespace, "ip", "addr", "add", cidr, "dev", IFNAME), "addr add")
+    for dst, gateway in routes:
+        sh(in_ns(namespace, "ip", "route", "replace", dst, "via", gateway, "dev", IFNAME), "route replace")
+
+
+def eth0_addresses(ctx: ProbeContext, device: str) -> list[str] | None:
+    """eth0's IPv4 addresses through the `ip_addr` probe (None when there is no eth0)."""
+    for iface in run_probe(ctx, "ip_addr", dev=device).record.interfaces:
+        if iface.ifname == IFNAME:
+            return [a for a in iface.addresses if ":" not in a]
+    return None
+
+
+def default_gateways(ctx: ProbeContext, device: str) -> list[str]:
+    """Gateways of the default route(s) through the `ip_route` probe."""
+    routes = run_probe(ctx, "ip_route", dev=device).record.routes
+    return [gw for r in routes if r.dst == "default" for gw in ([r.gateway] if r.gateway else r.nexthops)]
+
+
+class HostAddressing(Fault):
+    """Base: replace eth0's addressing with `wanted()`; the artifact is that addressing, checked by probe."""
+
+    category = "end_host_failure"
+    roles = ("host",)
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        ns = state.device(rec.target).namespace
+        address, gateway = host_lan(topo, rec.target)
+        before = snapshot(ns)
+        addresses, routes, what = self.wanted(state, topo, rec, address, gateway, rng)
+        rec.params.update({"before": before, "addresses": addresses, "routes": routes})
+        set_addressing(ns, addresses, routes)
+        rec.resource_id = f"interface/{rec.target}/{IFNAME}"
+        rec.mechanism = f"{rec.target} {IFNAME}: {what}"
+
+    def wanted(self, state: LabState, topo: Topology, rec: FaultRecord, address: str, gateway: str,
+               rng: random.Random) -> tuple[list[str], list[list[str]], str]:
+        """(eth0 addresses, [dst, gateway] routes, description) of the faulty addressing."""
+        raise NotImplementedError
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        have = eth0_addresses(ctx, rec.target)
+        if have is None:
+            return f"{rec.target} has no {IFNAME}"
+        if sorted(have) != sorted(rec.params["addresses"]):
+            wanted = rec.params["addresses"] or "none"
+            return f"{rec.target} {IFNAME} has {have or 'no address'}, the fault set {wanted}"
+        wanted_gw = [gw for dst, gw in rec.params["routes"] if dst == "default"]
+        have_gw = default_gateways(ctx, rec.target)
+        if sorted(have_gw) != sorted(wanted_gw):
+            return f"{rec.target} default via {have_gw or 'nothing'}, the fault set {wanted_gw or 'none'}"
+        return None
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        before = rec.params["before"]
+        set_addressing(state.device(rec.target).namespace, before["addresses"], before["routes"])
+
+
+class HostMissingIp(HostAddressing):
+    """`host_missing_ip`: eth0's address deleted."""
+
+    label = "host_missing_ip"
+    fault_type = "host_missing_ip"
+
+    def wanted(self, state, topo, rec, address, gateway, rng):
+        return [], [], f"ip addr del {address} (default route removed with it)"
+
+
+class HostIncorrectIp(HostAddressing):
+    """`host_incorrect_ip`: 10.2.1.x/24 with default via 10.2.1.1."""
+
+    label = "host_incorrect_ip"
+    fault_type = "host_incorrect_ip"
+
+    def wanted(self, state, topo, rec, address, gateway, rng):
+        wrong = f"10.2.1.{rng.randint(2, 254)}/24"
+        return [wrong], [["default", "10.2.1.1"]], f"address {address} replaced by {wrong}, default via 10.2.1.1"
+
+
+class HostIncorrectGateway(HostAddressing):
+    """`host_incorrect_gateway`: default via the gateway's subnet address ending in .254."""
+
+    label = "host_incorrect_gateway"
+    fault_type = "host_incorrect_gateway"
+
+    def wanted(self, state, topo, rec, address, gateway, rng):
+        wrong = ".".join(gateway.split(".")[:3] + ["254"])
+        if wrong == gateway:
+            raise FaultError(f"{rec.target}'s gateway already ends in .254")
+        return [address], [["default", wrong]], f"default route via {wrong} instead of {gateway}"
+
+
+class HostIncorrectNetmask(HostAddressing):
+    """`host_incorrect_netmask`: the same address with /8."""
+
+    label = "host_incorrect_netmask"
+    fault_type = "host_incorrect_netmask"
+
+    def wanted(self, state, topo, rec, address, gateway, rng):
+        wrong = f"{address.split('/')[0]}/8"
+        return [wrong], [["default", gateway]], f"address {address} re-added as {wrong}, default via {gateway}"
+
+
+class HostIpConflict(HostAddressing):
+    """`host_ip_conflict`: the target (host B) takes another host A's address and gateway."""
+
+    label = "host_ip_conflict"
+    fault_type = "host_ip_conflict"
+
+    def wanted(self, state, topo, rec, address, gateway, rng):
+        others = sorted(d.name for d in state.devices() if d.role == "host" and d.name != rec.target
+                        and host_lan_or_none(topo, d.name) is not None)
+        if not others:
+            raise FaultError("host_ip_conflict needs a second host with an address")
+        victim = rng.choice(others)
+        victim_addr, victim_gw = host_lan(topo, victim)
+        if ipaddress.ip_interface(victim_addr).ip == ipaddress.ip_interface(address).ip:
+            raise FaultError(f"{victim} and {rec.target} already share an address")
+        rec.params["victim"] = victim
+        rec.faulty_devices = sorted([rec.target, victim])
+        return ([victim_addr], [["default", victim_gw]],
+                f"address {address} replaced by {victim}'s {victim_addr}, default via {victim_gw}")
+
+
+def host_lan_or_none(topo: Topology, host: str) -> tuple[str, str] | None:
+    try:
+        return host_lan(topo, host)
+    except FaultError:
+        return None
+
+
+class HostCrash(Fault):
+    """`host_crash`: the host's processes killed and the far ends of its veths set down."""
+
+    label = "host_crash"
+    category = "end_host_failure"
+    fault_type = "host_crash"
+    roles = ("host",)
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        ns = state.device(rec.target).namespace
+        names = sorted(i.name for i in topo.nodes[rec.target].interfaces if i.name.startswith("eth"))
+        peers = [[*veth_peer(ns, name), name] for name in names]
+        by_ns = {d.namespace: d.name for d in state.devices()}
+        if not peers or any(p[0] not in by_ns for p in peers):
+            raise FaultError(f"{rec.target}'s veth peers are not all lab devices: {peers}")
+        pids = teardown.namespace_pids(ns)
+        killed = [f"{teardown.comm(pid)}[{pid}]" for pid in pids]
+        teardown.kill_pids(pids)
+        for peer_ns, peer_if, _ in peers:
+            sh(["ip", "-n", peer_ns, "link", "set", peer_if, "down"], "peer link down")
+        rec.params = {"peers": [[by_ns[p], p, i, own] for p, i, own in peers], "killed": killed}
+        rec.mechanism = (f"{rec.target} crashed: killed {', '.join(killed) or 'no processes'}; far ends "
+                         f"{', '.join(f'{d}:{i}' for d, _, i, _ in rec.params['peers'])} set down "
+                         "(substitute for docker kill: no container)")
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        for device, _, ifname, own in rec.params["peers"]:
+            found = interface_state(ctx, device, ifname)
+            if found is None:
+                return f"{device} has no {ifname} (far end of {rec.target} {own})"
+            if "UP" in found[1]:
+                return f"{device} {ifname} (far end of {rec.target} {own}) is up"
+        return None
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        for _, peer_ns, peer_if, _ in rec.params["peers"]:
+            sh(["ip", "-n", peer_ns, "link", "set", peer_if, "up"], "peer link up")
+        # the host "boots" again: its service (a DHCP client on DHCP hosts) is started afresh
+        if service_process(state, rec.target) is not None and not service_running(state, rec.target):
+            start_recorded(state, rec.target)

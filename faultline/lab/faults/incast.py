@@ -1,0 +1,128 @@
+"""`incast_traffic_network_limitation`: a web server's access link shaped, many clients sending UDP at it.
+
+NIKA v1 puts `netem delay 20ms` (root) + `tbf rate 1mbit burst 500kb limit 500kb` (child) on the web
+server's eth0 and runs iperf3 UDP at 20 Mbit/s from every host towards it. Here (SUBSTITUTE/PARTIAL):
+
+* the same tbf is the root qdisc of the web's eth0 (egress); netem does not exist in this kernel, so
+  the 20 ms delay is left out;
+* the web's ingress is shaped too (our addition): an ingress qdisc on eth0 redirects every packet
+  (u32 match-all, action mirred) to an ifb device created in the web's namespace (ifb, ingress, u32
+  and mirred all work in a lab namespace; tested) whose root is a tbf at the same 1 Mbit/s with a
+  0.5 s queue. This is the receiver's bottleneck an incast fills; NIKA's tbf only shapes what the
+  web sends and its burst (500 KB) lets a 256 KiB page through unshaped, so there the UDP senders
+  barely matter;
+* the senders are our own paced UDP generators (`loadgen.py udp`, no iperf3), one per client host (at
+  most `MAX_SENDERS`, seeded), together `TOTAL_KBPS` kbit/s (3x the bucket rate, so the ingress
+  queue stays full) rather than 20 Mbit/s each, to keep the 2-core machine usable. They run in the
+  clients' namespaces under one root-namespace `sh` whose PID is recorded (stopped by PID on recover
+  and by `lab down`; the namespace sweep of `lab down` kills the senders too).
+
+Symptom (measured): the full ingress queue drops most of the 1,242-byte datagrams and delays what
+fits by ~0.5 s, so a client's pings to the web take ~500 ms (small packets still fit: little loss)
+and its HTTP GET of the index page ~1 s instead of 0.5 ms. Verify wants ping loss >= 30 % or rtt
+>= 100 ms, and an HTTP GET slower than 0.3 s (or failing). Ground truth: [web], v2 `interface/<web>/eth0`.
+"""
+
+from __future__ import annotations
+
+import random
+import shlex
+
+from faultline.lab.faults.base import FaultError, FaultRecord, in_ns, sh, start_helper, stop_helper
+from faultline.lab.faults.web import WebFault, helper_listed, loadgen_argv, new_marker, wait_for_marker, web_clients
+from faultline.lab.state import LabState
+from faultline.lab.topology import Topology
+from faultline.network.probes import ProbeContext, run_probe
+from faultline.network.reachability import main_ip
+
+TBF = ("rate", "1mbit", "burst", "500kb", "limit", "500kb")  # NIKA's child tbf (egress)
+# ingress: same rate, a 0.5 s queue (NIKA's 500 KB would hold 4 s: every ping lost, HTTP 8 s)
+INGRESS_TBF = ("rate", "1mbit", "burst", "32kb", "limit", "64kb")
+MAX_SENDERS = 8
+TOTAL_KBPS = 3000
+UDP_PORT = 5201  # iperf3's port; nothing listens there
+MIN_LOSS_PCT = 30  # healthy: 0 % loss, rtt ~0.1 ms, index page in ~0.5 ms
+MIN_RTT_MS = 100
+MIN_HTTP_S = 0.3
+
+
+class IncastTraffic(WebFault):
+    """`incast_traffic_network_limitation`: tbf both ways on the web's eth0 (ingress via ifb) + UDP senders."""
+
+    label = "incast_traffic_network_limitation"
+    category = "resource_contention"
+    fault_type = "incast_traffic_network_limitation"
+    symptom_timeout = 20.0
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        ns = state.device(rec.target).namespace
+        ifb = f"ifb_{rec.id}"
+        clients = web_clients(topo)
+        senders = sorted(rng.sample(clients, min(MAX_SENDERS, len(clients))))
+        ip = main_ip(state.device(rec.target))
+        marker = new_marker(rec)
+        kbps = TOTAL_KBPS // len(senders)
+        rec.params = {"ifname": "eth0", "ifb": ifb, "web_ip": ip, "senders": senders, "kbps_each": kbps,
+                      "probe_src": senders[0], "helper_pid": None, "helper_marker": marker}
+        try:
+            steps = [("tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", *TBF),
+                     ("ip", "link", "add", ifb, "type", "ifb"), ("ip", "link", "set", ifb, "up"),
+                     ("tc", "qdisc", "replace", "dev", ifb, "root", "tbf", *INGRESS_TBF),
+                     ("tc", "qdisc", "add", "dev", "eth0", "handle", "ffff:", "ingress"),
+                     ("tc", "filter", "add", "dev", "eth0", "parent", "ffff:", "protocol", "all", "u32", "match",
+                      "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", ifb)]
+            for step in steps:
+                sh(in_ns(ns, *step), f"incast shaping ({step[0]} {step[1]} {step[2]})")
+        except FaultError:
+            self.undo(state, topo, rec)
+            raise
+        lines = [shlex.join(in_ns(state.device(s).namespace, *loadgen_argv(
+            marker, "udp", "--dst", ip, "--port", str(UDP_PORT), "--kbps", str(kbps)))) + " &" for s in senders]
+        rec.params["helper_pid"] = start_helper(["sh", "-c", "\n".join(lines + ["wait"]), marker])
+        try:
+            for sender in senders:
+                wait_for_marker(state.device(sender).namespace, marker)
+        except FaultError:
+            self.undo(state, topo, rec)  # the record is not saved yet: nothing else would stop it
+            raise
+        rec.resource_id = f"interface/{rec.target}/eth0"
+        rec.mechanism = (f"tc tbf {' '.join(TBF)} on {rec.target} eth0 egress and on its ingress (ingress qdisc, "
+                         f"u32 match-all mirred redirect to {ifb} with tbf {' '.join(INGRESS_TBF)}); "
+                         f"UDP to {ip}:{UDP_PORT} at {kbps} kbit/s from each of {', '.join(senders)} (loadgen.py udp, "
+                         f"one sh PID {rec.params['helper_pid']}). PARTIAL/SUBSTITUTE: no netem delay 20ms (no netem), "
+                         "no iperf3, senders bounded (NIKA: 20 Mbit/s from every host), ingress shaping added")
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        qdiscs = run_probe(ctx, "tc_qdisc", dev=rec.target).record.qdiscs
+        if not any(q.dev == "eth0" and q.kind == "tbf" and q.root for q in qdiscs):
+            return f"no root tbf on {rec.target} eth0"
+        if not any(q.dev == "eth0" and q.kind == "ingress" for q in qdiscs):
+            return f"no ingress qdisc on {rec.target} eth0"
+        if not any(q.dev == rec.params["ifb"] and q.kind == "tbf" for q in qdiscs):
+            return f"no tbf on {rec.target} {rec.params['ifb']}"
+        return helper_listed(ctx, rec.params["senders"][0], rec.params["helper_marker"])
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        src, ip = rec.params["probe_src"], rec.params["web_ip"]
+        ping = run_probe(ctx, "ping", src=src, dst_ip=ip, count=5).record
+        if ping.loss_pct < MIN_LOSS_PCT and (ping.rtt_avg_ms or 0) < MIN_RTT_MS:
+            return f"ping {src} -> {ip}: {ping.loss_pct:g}% loss, rtt {ping.rtt_avg_ms} ms: not degraded"
+        http = run_probe(ctx, "http_get", src=src, url=f"http://{ip}/", timeout_s=6).record
+        if http.status == "ok" and (http.time_total_s or 0) < MIN_HTTP_S:
+            return f"http_get {src} -> {ip} took {http.time_total_s}s: not slow"
+        return None
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        stop_helper(rec.params.get("helper_pid"), rec.params["helper_marker"])
+        ns = state.device(rec.target).namespace
+        for step in (("tc", "qdisc", "del", "dev", "eth0", "root"), ("tc", "qdisc", "del", "dev", "eth0", "ingress"),
+                     ("ip", "link", "del", rec.params["ifb"])):
+            proc = sh(in_ns(ns, *step), "incast shaping removal", check=False)
+            if proc.returncode != 0 and not _already_gone(proc.stderr):
+                raise FaultError(f"removing incast shaping on {rec.target} ({' '.join(step)}): "
+                                 f"{proc.stderr.strip()[:200]}")
+
+
+def _already_gone(stderr: str) -> bool:
+    """tc/ip's words for "nothing to delete" (undo after a partial apply or a manual repair)."""
+    return any(s in stderr for s in ("No such file", "Cannot delete", "Cannot find", "Invalid handle"))

@@ -1,0 +1,178 @@
+"""Layer-2 faults: a forged ARP entry on a host, two end hosts sharing one MAC on a bridged LAN.
+
+* `arp_cache_poisoning` (NIKA v1 `arp -s <gateway> 00:11:22:33:44:55`): `ip neigh replace <gateway>
+  lladdr 00:11:22:33:44:55 nud permanent` on the host's LAN interface. Frames for the gateway carry a
+  MAC nobody owns (a bridge floods them, the router ignores them), so the host loses everything off
+  its LAN. Recover deletes the entry; the host re-resolves the gateway.
+* `mac_address_conflict`: NIKA sets devA's eth0 MAC to the MAC of a link peer devB. On a veth
+  point-to-point link that changes nothing (tested), so here devA and devB are two end hosts on one
+  bridged LAN (the same L2 segment) and devA (the target) takes devB's MAC. The bridges learn the
+  shared MAC on whichever port sent last; frames between the two never arrive (the bridge sees the
+  destination on the ingress port), and the gateway's ARP entries for both end up on one MAC.
+  Recover restores devA's MAC, flushes the LAN's bridge FDBs and the neighbour entries for both
+  addresses on every device of the LAN, so nothing waits for ARP or FDB ageing.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, sh
+from faultline.lab.state import LabState
+from faultline.lab.topology import Interface, Lan, Topology
+from faultline.network.probes import ProbeContext, run_probe
+from faultline.network.reachability import END_HOST_ROLES
+
+FORGED_MAC = "00:11:22:33:44:55"
+
+
+def lan_of(topo: Topology, host: str) -> tuple[Lan, Interface] | None:
+    """The LAN an end host sits on and its interface there (None when it is on none)."""
+    for lan in topo.lans:
+        for iface in lan.hosts:
+            if iface.node == host:
+                return lan, iface
+    return None
+
+
+def require_lan(topo: Topology, host: str) -> tuple[Lan, Interface]:
+    """`lan_of`, or FaultError when the host sits on no LAN."""
+    found = lan_of(topo, host)
+    if found is None:
+        raise FaultError(f"{host} sits on no LAN")
+    return found
+
+
+def end_hosts(topo: Topology, lan: Lan) -> list[str]:
+    """The LAN's members with an end-host role (not switches or routers), in address order."""
+    return [i.node for i in lan.hosts if topo.nodes[i.node].role in END_HOST_ROLES]
+
+
+def link_mac(namespace: str, ifname: str) -> str:
+    """The MAC address of one interface, read now."""
+    info = json.loads(sh(["ip", "-n", namespace, "-j", "link", "show", "dev", ifname], "link show").stdout or "[]")
+    if not info or "address" not in info[0]:
+        raise FaultError(f"{ifname} in {namespace} has no MAC address")
+    return str(info[0]["address"])
+
+
+def probed_mac(ctx: ProbeContext, device: str, ifname: str) -> str | None:
+    """One interface's MAC through the `ip_link` probe (None when the interface does not exist)."""
+    for iface in run_probe(ctx, "ip_link", dev=device).record.interfaces:
+        if iface.ifname == ifname:
+            return iface.mac
+    return None
+
+
+class ArpCachePoisoning(Fault):
+    """`arp_cache_poisoning`: a permanent neighbour entry mapping the host's gateway to a forged MAC."""
+
+    label = "arp_cache_poisoning"
+    category = "network_under_attack"
+    fault_type = "arp_cache_poisoning"
+    roles = ("host", "client")  # NIKA's H: pcs, hosts and clients
+
+    @classmethod
+    def targets(cls, topo: Topology) -> list[str]:
+        return [h for h in super().targets(topo) if lan_of(topo, h) is not None]
+
+    @classmethod
+    def needs(cls) -> str:
+        return "a host on a LAN with a gateway"
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        lan, iface = require_lan(topo, rec.target)
+        gateway = lan.gateway.address.split("/")[0]
+        sh(in_ns(state.device(rec.target).namespace, "ip", "neigh", "replace", gateway, "lladdr", FORGED_MAC,
+                 "nud", "permanent", "dev", iface.name), "forged neighbour entry")
+        rec.params = {"gateway": gateway, "ifname": iface.name}
+        rec.mechanism = f"ip neigh replace {gateway} lladdr {FORGED_MAC} nud permanent dev {iface.name} on {rec.target}"
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        gateway = rec.params["gateway"]
+        for n in run_probe(ctx, "ip_neigh", dev=rec.target).record.neighbors:
+            if n.dst == gateway and n.dev == rec.params["ifname"]:
+                if n.lladdr == FORGED_MAC and "PERMANENT" in n.state:
+                    return None
+                return f"{rec.target}'s entry for {gateway} is {n.lladdr} {'/'.join(n.state)}, not {FORGED_MAC} PERMANENT"
+        return f"{rec.target} has no neighbour entry for {gateway}"
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        sh(in_ns(state.device(rec.target).namespace, "ip", "neigh", "del", rec.params["gateway"], "dev",
+                 rec.params["ifname"]), "neighbour delete", check=False)
+
+
+class MacAddressConflict(Fault):
+    """`mac_address_conflict`: end host A (the target) takes the MAC of end host B on the same bridged LAN."""
+
+    label = "mac_address_conflict"
+    category = "misconfiguration"
+    fault_type = "mac_address_conflict"
+    roles = tuple(sorted(END_HOST_ROLES))
+
+    @classmethod
+    def targets(cls, topo: Topology) -> list[str]:
+        allowed = set(super().targets(topo))
+        segments = [end_hosts(topo, lan) for lan in topo.lans if lan.bridged]
+        return sorted(h for hosts in segments if len(hosts) >= 2 for h in hosts if h in allowed)
+
+    @classmethod
+    def needs(cls) -> str:
+        return "two end hosts on one bridged LAN (a point-to-point veth shows no symptom)"
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        lan, iface = require_lan(topo, rec.target)
+        victim = rng.choice([h for h in end_hosts(topo, lan) if h != rec.target])
+        victim_if = next(i for i in lan.hosts if i.node == victim)
+        ns = state.device(rec.target).namespace
+        original = link_mac(ns, iface.name)
+        shared = link_mac(state.device(victim).namespace, victim_if.name)
+        rec.params = {"ifname": iface.name, "original_mac": original, "victim": victim,
+                      "victim_ifname": victim_if.name, "mac": shared, "router": lan.router,
+                      "bridge": lan.gateway.name, "switches": list(lan.switches),
+                      "members": [i.node for i in lan.hosts],
+                      "addresses": [i.address.split("/")[0] for i in (iface, victim_if)]}
+        rec.faulty_devices = sorted([rec.target, victim])
+        rec.resource_id = f"interface/{rec.target}/{iface.name}"
+        sh(in_ns(ns, "ip", "link", "set", "dev", iface.name, "address", shared), "MAC change")
+        rec.mechanism = (f"{rec.target} {iface.name} MAC {original} -> {shared} ({victim} {victim_if.name}'s MAC) "
+                         f"on the bridged LAN {lan.subnet} behind {lan.router}")
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        shared = rec.params["mac"]
+        for device, ifname in ((rec.target, rec.params["ifname"]), (rec.params["victim"], rec.params["victim_ifname"])):
+            mac = probed_mac(ctx, device, ifname)
+            if mac != shared:
+                return f"{device} {ifname} has MAC {mac}, not the shared {shared}"
+        return None
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        pair = {rec.target, rec.params["victim"]}
+        rows = run_probe(ctx, "reachability", sources=sorted(pair), targets=sorted(pair), count=2).record.rows
+        if all(r.status == "ok" for r in rows):
+            return f"{' and '.join(sorted(pair))} still reach each other"
+        # the pings just sent made both ports send with the shared MAC: the segment's bridge must know it
+        fdb = run_probe(ctx, "bridge_fdb", dev=rec.params["router"]).record.entries
+        if not any(e.mac == rec.params["mac"] and e.master == rec.params["bridge"] for e in fdb):
+            return f"{rec.params['router']} {rec.params['bridge']} FDB has no entry for {rec.params['mac']}"
+        return None
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        ns = state.device(rec.target).namespace
+        if link_mac(ns, rec.params["ifname"]) != rec.params["original_mac"]:
+            sh(in_ns(ns, "ip", "link", "set", "dev", rec.params["ifname"], "address", rec.params["original_mac"]),
+               "MAC restore")
+        router_ns = state.device(rec.params["router"]).namespace
+        bridges = [(router_ns, rec.params["bridge"])]
+        for switch in rec.params["switches"]:
+            sw_ns = state.device(switch).namespace
+            shown = sh(["ip", "-n", sw_ns, "-j", "link", "show", "type", "bridge"], "bridge list").stdout
+            bridges += [(sw_ns, b["ifname"]) for b in json.loads(shown or "[]")]
+        for bridge_ns, bridge in bridges:
+            sh(["ip", "-n", bridge_ns, "link", "set", "dev", bridge, "type", "bridge", "fdb_flush"], "FDB flush")
+        for device in (rec.params["router"], *rec.params["members"]):
+            for address in rec.params["addresses"]:
+                sh(["ip", "-n", state.device(device).namespace, "neigh", "flush", "to", address], "neighbour flush",
+                   check=False)
+

@@ -1,0 +1,203 @@
+"""Link faults: an interface administratively down, flapping, or gone.
+
+* `link_down`: `ip link set IF down` on the node's own interface (NIKA v1).
+* `link_flap`: a toggler (`sh` loop: peer end down 1 s, up 1 s) started in the root namespace; it
+  toggles the *peer's* veth end with `ip -n`, so nothing runs inside the faulty node (v2 style). Its PID
+  and a marker are kept in the fault record; recover and `lab down` stop it by PID.
+* `link_detach`: the host's eth0 moved into a parking namespace (v2; v1's `ip link del` cannot be
+  undone), recorded in the lab state so `lab down` deletes it; recover moves it back and restores
+  the address and routes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+from faultline.lab.faults.base import Fault, FaultError, FaultRecord, helper_alive, in_ns, sh, start_helper, stop_helper
+from faultline.lab.state import LabState
+from faultline.lab.topology import Topology
+from faultline.network.probes import ProbeContext, run_probe
+
+
+def pick_interface(topo: Topology, device: str, rng: random.Random) -> str:
+    """A host's eth0 (as NIKA v1) or, on a router, a seeded choice among its eth* interfaces."""
+    names = sorted(i.name for i in topo.nodes[device].interfaces if i.name.startswith("eth"))
+    if not names:
+        raise FaultError(f"{device} has no eth interface")
+    return "eth0" if "eth0" in names and topo.nodes[device].role == "host" else rng.choice(names)
+
+
+def interface_state(ctx: ProbeContext, device: str, ifname: str) -> tuple[str, list[str]] | None:
+    """(operstate, flags) of one interface through the `ip_link` probe; None when it does not exist."""
+    for iface in run_probe(ctx, "ip_link", dev=device).record.interfaces:
+        if iface.ifname == ifname:
+            return iface.operstate, iface.flags
+    return None
+
+
+class LinkDown(Fault):
+    """`ip link set IF down` on one end of a link (NIKA v1: the node's own interface)."""
+
+    label = "link_down"
+    category = "link_failure"
+    fault_type = "link_down"
+    roles = ("host", "router")
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        ifname = pick_interface(topo, rec.target, rng)
+        ns = state.device(rec.target).namespace
+        # the kernel flushes routes through a downed interface; keep the static ones to put back
+        routes = json.loads(sh(in_ns(ns, "ip", "-j", "route", "show", "dev", ifname), "route list").stdout or "[]")
+        static = [r for r in routes if r.get("protocol", "boot") in ("boot", "static") and r.get("gateway")]
+        sh(in_ns(ns, "ip", "link", "set", ifname, "down"), "link down")
+        rec.params = {"ifname": ifname, "routes": [[r["dst"], r["gateway"]] for r in static]}
+        peer = next((remote for local, remote in topo.neighbours(rec.target) if local.name == ifname), None)
+        if peer is not None:  # a router-to-router link: its routing session is what breaks
+            rec.params["peer"] = {"node": peer.node, "ip": peer.address.split("/")[0],
+                                  "router_id": (topo.nodes[peer.node].loopback or "").split("/")[0]}
+        rec.resource_id = f"interface/{rec.target}/{ifname}"
+        rec.mechanism = f"ip link set {ifname} down in {rec.target}"
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        """On a redundant fabric link traffic reroutes at once, so the symptom is the lost adjacency."""
+        peer = rec.params.get("peer")
+        if peer is None:
+            return super().symptom_problem(ctx, rec)
+        bgp = run_probe(ctx, "vtysh_show", dev=rec.target, command="show bgp ipv4 unicast summary json").record
+        states = {p.peer: p.state for p in bgp.bgp_peers}
+        if peer["ip"] in states:
+            return None if states[peer["ip"]] != "Established" else f"BGP session to {peer['node']} still Established"
+        ospf = run_probe(ctx, "vtysh_show", dev=rec.target, command="show ip ospf neighbor json").record
+        if ospf.data is not None and not ospf.daemon_down:
+            full = [n for n in ospf.ospf_neighbors if n.neighbor_id == peer["router_id"] and n.state.startswith("Full")
+                    and (n.interface or "").split(":")[0] == rec.params["ifname"]]
+            return None if not full else f"OSPF adjacency with {peer['node']} over {rec.params['ifname']} still Full"
+        return super().symptom_problem(ctx, rec)
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        found = interface_state(ctx, rec.target, rec.params["ifname"])
+        if found is None:
+            return f"{rec.target} has no interface {rec.params['ifname']}"
+        operstate, flags = found
+        if "UP" in flags:
+            return f"{rec.target} {rec.params['ifname']} is administratively up (operstate {operstate})"
+        return None
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        ns, ifname = state.device(rec.target).namespace, rec.params["ifname"]
+        sh(in_ns(ns, "ip", "link", "set", ifname, "up"), "link up")
+        for dst, gateway in rec.params.get("routes", []):
+            sh(in_ns(ns, "ip", "route", "replace", dst, "via", gateway, "dev", ifname), "route restore")
+
+
+def veth_peer(namespace: str, ifname: str) -> tuple[str, str]:
+    """(namespace, interface name) of the other end of a veth, from its link index and netns id."""
+    info = json.loads(sh(["ip", "-n", namespace, "-j", "link", "show", "dev", ifname], "link show").stdout or "[]")
+    if not info or "link_netnsid" not in info[0] or "link_index" not in info[0]:
+        raise FaultError(f"{ifname} in {namespace} is not a veth with its peer in another namespace")
+    nsid, index = info[0]["link_netnsid"], info[0]["link_index"]
+    peer_ns = None
+    for line in sh(["ip", "-n", namespace, "netns", "list-id"], "netns list-id").stdout.splitlines():
+        words = line.replace("(", " ").replace(")", " ").split()
+        if words[:2] == ["nsid", str(nsid)] and "name:" in words:
+            peer_ns = words[words.index("name:") + 1]
+    if peer_ns is None:
+        raise FaultError(f"no named namespace has nsid {nsid} as seen from {namespace}")
+    links = json.loads(sh(["ip", "-n", peer_ns, "-j", "link", "show"], "link show").stdout or "[]")
+    name = next((link["ifname"] for link in links if link.get("ifindex") == index), None)
+    if name is None:
+        raise FaultError(f"no interface with index {index} in {peer_ns}")
+    return peer_ns, name
+
+
+def lan_gateway(topo: Topology, host: str) -> str | None:
+    """The gateway address of the LAN a host sits on (None when it is on none)."""
+    lans = [lan for lan in topo.lans if any(h.node == host for h in lan.hosts)]
+    return lans[0].gateway.address.split("/")[0] if lans else None
+
+
+class LinkFlap(Fault):
+    """`link_flap`: the host's link toggled down/up every second from outside the host."""
+
+    label = "link_flap"
+    category = "link_failure"
+    fault_type = "link_flap"
+    roles = ("host",)
+    period_s = 1
+    late_ms = 200.0  # a lab ping normally takes well under 1 ms
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        ifname = pick_interface(topo, rec.target, rng)
+        peer_ns, peer_if = veth_peer(state.device(rec.target).namespace, ifname)
+        marker = f"fl-flap-{rec.id}"
+        script = (f'while :; do ip -n "$1" link set "$2" down; sleep {self.period_s}; '
+                  f'ip -n "$1" link set "$2" up; sleep {self.period_s}; done')
+        pid = start_helper(["sh", "-c", script, marker, peer_ns, peer_if])
+        rec.params = {"ifname": ifname, "peer_ns": peer_ns, "peer_ifname": peer_if,
+                      "gateway": lan_gateway(topo, rec.target), "helper_pid": pid, "helper_marker": marker}
+        rec.resource_id = f"interface/{rec.target}/{ifname}"
+        rec.mechanism = (f"root-namespace toggler (pid {pid}) sets {peer_ns} {peer_if} (peer of {rec.target} {ifname}) "
+                         f"down {self.period_s} s / up {self.period_s} s")
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        if not helper_alive(rec.params["helper_pid"], rec.params["helper_marker"]):
+            return f"the toggler (pid {rec.params['helper_pid']}) is not running"
+        return None
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        # 10 pings over 2 s to the gateway span at least one down period: they are lost, or (with the
+        # peer end down, a host's packets can wait in its queue) come back hundreds of ms late
+        gateway = rec.params.get("gateway")
+        if not gateway:
+            return f"{rec.target} has no gateway to ping"
+        res = run_probe(ctx, "ping", src=rec.target, dst_ip=gateway, count=10).record
+        if res.loss_pct > 0 or (res.rtt_max_ms or 0) > self.late_ms:
+            return None
+        return f"10 pings {rec.target} -> {gateway}: no loss, max rtt {res.rtt_max_ms} ms"
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        stop_helper(rec.params["helper_pid"], rec.params["helper_marker"])
+        sh(["ip", "-n", rec.params["peer_ns"], "link", "set", rec.params["peer_ifname"], "up"], "peer link up")
+
+
+class LinkDetach(Fault):
+    """`link_detach`: the host's eth0 moved into a parking namespace."""
+
+    label = "link_detach"
+    category = "link_failure"
+    fault_type = "link_detach"
+    roles = ("host",)
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        from faultline.lab.faults.host import snapshot
+
+        ifname = pick_interface(topo, rec.target, rng)
+        ns = state.device(rec.target).namespace
+        before = snapshot(ns) if ifname == "eth0" else {"addresses": [], "routes": []}
+        park = f"{ns.split('-', 1)[0]}-park-{rec.id}"
+        state.namespaces.append(park)  # recorded first: `lab down` deletes it whatever happens next
+        state.save()
+        sh(["ip", "netns", "add", park], "parking namespace")
+        sh(["ip", "-n", ns, "link", "set", ifname, "netns", park], "move interface")
+        rec.params = {"ifname": ifname, "park": park, "before": before}
+        rec.resource_id = f"interface/{rec.target}/{ifname}"
+        rec.mechanism = f"{rec.target} {ifname} moved into namespace {park} (detached; restored on recover)"
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        if interface_state(ctx, rec.target, rec.params["ifname"]) is not None:
+            return f"{rec.target} still has {rec.params['ifname']}"
+        return None
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        from faultline.lab.faults.host import set_addressing
+
+        ns, ifname, park = state.device(rec.target).namespace, rec.params["ifname"], rec.params["park"]
+        parked = sh(["ip", "-n", park, "link", "show", "dev", ifname], "parked link", check=False).returncode == 0
+        if parked:
+            sh(["ip", "-n", park, "link", "set", ifname, "netns", ns], "move interface back")
+            sh(in_ns(ns, "ip", "link", "set", ifname, "up"), "link up")
+            before = rec.params["before"]
+            set_addressing(ns, before["addresses"], before["routes"])
+        sh(["ip", "netns", "del", park], "delete parking namespace", check=False)
+        state.namespaces = [n for n in state.namespaces if n != park]

@@ -1,0 +1,179 @@
+"""nftables faults: each injection owns one table (`fl_<fault id>`), so recovery deletes exactly it.
+
+* `NftFilter`: NIKA's ACL blocks (`bgp_acl_block`, `icmp_acl_block`): drop rules in input, forward and
+  output chains, as v1 does.
+* `NftRandomLoss`: `link_high_packet_corruption`. NIKA uses `tc netem corrupt 60%`; this kernel has no
+  netem, so a postrouting rule drops 60 % of the interface's egress packets at random
+  (`numgen random mod 100 < 60`). A corrupted frame is discarded by the receiver, so the end-to-end
+  symptom (loss) is the same; receiver checksum-error counters are not reproduced.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from typing import ClassVar
+
+from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, sh
+from faultline.lab.faults.link import pick_interface
+from faultline.lab.state import LabState
+from faultline.lab.topology import Topology
+from faultline.network.probes import ProbeContext, run_probe
+
+
+def table_name(rec: FaultRecord) -> str:
+    """The nft table owned by one injection."""
+    return f"fl_{rec.id}"
+
+
+def load_ruleset(namespace: str, text: str) -> None:
+    """Load an nft script (`nft -f -`) inside a namespace, atomically."""
+    proc = subprocess.run(in_ns(namespace, "nft", "-f", "-"), input=text, capture_output=True, text=True, timeout=15)
+    if proc.returncode != 0:
+        raise FaultError(f"nft rejected the fault ruleset in {namespace}: {proc.stderr.strip()[:300]}")
+
+
+def delete_table(namespace: str, family: str, table: str) -> None:
+    """Delete one nft table; already gone is fine (add-then-delete is nft's idempotent delete)."""
+    load_ruleset(namespace, f"add table {family} {table}\ndelete table {family} {table}\n")
+
+
+def table_rules(ctx: ProbeContext, device: str, family: str, table: str) -> list:
+    """The rules of one nft table, through the `nft_ruleset` probe."""
+    rules = run_probe(ctx, "nft_ruleset", dev=device).record.rules
+    return [r for r in rules if r.family == family and r.table == table]
+
+
+class NftFilter(Fault):
+    """Drop matching packets in input, forward and output (NIKA v1's ACL-block layout)."""
+
+    family: ClassVar[str] = "inet"
+    matches: ClassVar[tuple[str, ...]] = ()  # one drop rule per match, in every chain ("" = drop everything)
+    chains: ClassVar[tuple[str, ...]] = ("input", "forward", "output")
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        table = table_name(rec)
+        lines = [f"table {self.family} {table} {{"]
+        for chain in self.chains:
+            lines.append(f"  chain {chain} {{ type filter hook {chain} priority -10; policy accept;")
+            lines += [f"    {m + ' ' if m else ''}counter drop" for m in self.matches]
+            lines.append("  }")
+        lines.append("}")
+        load_ruleset(state.device(rec.target).namespace, "\n".join(lines) + "\n")
+        rec.params = {"family": self.family, "table": table}
+        rec.mechanism = (f"nft table {self.family} {table} on {rec.target}: "
+                         f"{'; '.join(m or 'everything' for m in self.matches)} -> drop in {'/'.join(self.chains)}")
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        rules = table_rules(ctx, rec.target, rec.params["family"], rec.params["table"])
+        drops = [r for r in rules if r.verdict == "drop"]
+        expected = len(self.chains) * len(self.matches)
+        if len(drops) < expected:
+            return f"nft table {rec.params['table']} on {rec.target} has {len(drops)} drop rules, expected {expected}"
+        return None
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        delete_table(state.device(rec.target).namespace, rec.params["family"], rec.params["table"])
+
+
+class IcmpAclBlock(NftFilter):
+    """`icmp_acl_block`: `ip protocol icmp drop` on a router or a host."""
+
+    label = "icmp_acl_block"
+    category = "misconfiguration"
+    fault_type = "icmp_acl_block"
+    roles = ("host", "router")
+    family = "ip"
+    matches = ("ip protocol icmp",)
+
+
+class BgpAclBlock(NftFilter):
+    """`bgp_acl_block`: TCP port 179 dropped both ways on a router; its sessions expire (hold 3 s)."""
+
+    label = "bgp_acl_block"
+    category = "misconfiguration"
+    fault_type = "bgp_acl_block"
+    roles = ("router",)
+    protocols = ("bgp",)
+    matches = ("tcp dport 179", "tcp sport 179")
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        peers = run_probe(ctx, "vtysh_show", dev=rec.target, command="show bgp ipv4 unicast summary json").record
+        if peers.error:
+            return f"vtysh on {rec.target}: {peers.error}"
+        if not peers.bgp_peers:
+            return f"{rec.target} has no BGP peers"
+        if all(p.state == "Established" for p in peers.bgp_peers):
+            return f"every BGP session of {rec.target} is still Established"
+        return None
+
+
+class ArpAclBlock(NftFilter):
+    """`arp_acl_block`: an nft `arp` table dropping every ARP packet in and out, then the neighbour cache flushed."""
+
+    label = "arp_acl_block"
+    category = "misconfiguration"
+    fault_type = "arp_acl_block"
+    roles = ("host", "router")
+    family = "arp"
+    matches = ("",)
+    chains = ("input", "output")  # the only hooks of the arp family
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        super().apply(state, topo, rec, rng)
+        ns = state.device(rec.target).namespace
+        sh(in_ns(ns, "ip", "neigh", "flush", "all"), "neighbour flush")
+        rec.mechanism += "; ip neigh flush all"
+
+
+class LinkFragmentationDisabled(NftFilter):
+    """`link_fragmentation_disabled`: v1's OUTPUT drop of packets 10-65535 bytes long (nearly all of them)."""
+
+    label = "link_fragmentation_disabled"
+    category = "link_failure"
+    fault_type = "link_fragmentation_disabled"
+    roles = ("host",)
+    family = "ip"
+    matches = ("meta length 10-65535",)
+    chains = ("output",)
+
+
+class NftRandomLoss(Fault):
+    """`link_high_packet_corruption` through random egress drops (netem substitute, see the module doc)."""
+
+    label = "link_high_packet_corruption"
+    category = "resource_contention"
+    fault_type = "link_packet_corruption"
+    roles = ("host",)
+    percent: ClassVar[int] = 60
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        ifname = pick_interface(topo, rec.target, rng)
+        table = table_name(rec)
+        load_ruleset(state.device(rec.target).namespace,
+                     f"table inet {table} {{\n  chain post {{ type filter hook postrouting priority 0; policy accept;\n"
+                     f"    oifname \"{ifname}\" numgen random mod 100 < {self.percent} counter drop\n  }}\n}}\n")
+        rec.params = {"family": "inet", "table": table, "ifname": ifname, "percent": self.percent}
+        rec.resource_id = f"interface/{rec.target}/{ifname}"
+        rec.mechanism = (f"nft numgen random drop of {self.percent}% of {ifname} egress on {rec.target} "
+                         "(substitute for tc netem corrupt: no netem in this kernel)")
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        rules = table_rules(ctx, rec.target, "inet", rec.params["table"])
+        if not any(r.verdict == "drop" and any("numgen" in m for m in r.matches) for r in rules):
+            return f"no numgen drop rule in nft table {rec.params['table']} on {rec.target}"
+        return None
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        return reachability_loss(ctx, rec.target)
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        delete_table(state.device(rec.target).namespace, "inet", rec.params["table"])
+
+
+def reachability_loss(ctx: ProbeContext, device: str) -> str | None:
+    """None when a reachability row from `device` shows packet loss (10 pings per pair)."""
+    rows = run_probe(ctx, "reachability", sources=[device], count=10).record.rows
+    if any(r.loss > 0 for r in rows):
+        return None
+    return f"no packet loss from {device} in {len(rows)} rows of 10 pings"

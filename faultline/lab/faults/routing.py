@@ -1,0 +1,253 @@
+"""Routing faults on FRR routers: the whole instance stopped, and live BGP misconfigurations.
+
+* `FrrServiceDown` (`frr_service_down`): every daemon of the router's FRR instance is killed by PID
+  (§G: SADE's verified method; v1's `systemctl stop frr` has no systemd here). Recovery starts the
+  daemons again with the lab's own command line and records the new PIDs in the state.
+* `BgpConfigChange`: a change through `vtysh conf t` whose inverse is recorded, for
+  `bgp_missing_route_advertisement` (`no network ...` for every announced prefix) and
+  `bgp_asn_misconfig` (the `router bgp` block re-created under AS + 600, since an ASN cannot be
+  changed in place; v1 rewrites frr.conf and restarts, the running result is the same).
+* `HostStaticBlackhole` (`host_static_blackhole`): `ip route replace blackhole <LAN subnet>` in the
+  kernel of a router with a directly attached host LAN (replaces its connected route); recover deletes
+  the blackhole and puts the connected route back.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from faultline.errors import FaultlineError
+from faultline.lab import frr, teardown
+from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, lab_topology, reachability_problem, sh
+from faultline.lab.frr import crash_buffers, router_dir, vtysh_args, vtysh_env
+from faultline.lab.state import LabProcess, LabState
+from faultline.lab.topology import Topology
+from faultline.network.probes import ProbeContext, run_probe
+
+
+def vtysh(state: LabState, router: str, *commands: str) -> str:
+    """Run vtysh commands against `router`'s instance; FaultError on any error line."""
+    argv = vtysh_args(Path(state.run_dir), router)
+    for cmd in commands:
+        argv += ["-c", cmd]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=20, env=vtysh_env())
+    errors = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("%")]
+    if proc.returncode != 0 or errors:
+        raise FaultError(f"vtysh on {router} failed: {'; '.join(errors) or proc.stderr.strip()[:300]}")
+    return proc.stdout
+
+
+def bgp_block(running_config: str) -> list[str]:
+    """The `router bgp N` block of a running config, from its first line to its closing `exit`."""
+    return config_block(running_config, "router bgp ")
+
+
+def config_block(running_config: str, head: str) -> list[str]:
+    """The block of a running config whose first line starts with `head`, up to its closing `exit`."""
+    lines = running_config.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(head)), None)
+    if start is None:
+        raise FaultError(f"no `{head.strip()}` block in the running config")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i] in ("exit", "!"))
+    return lines[start:end + 1]
+
+
+def peer_down_problem(ctx: ProbeContext, topo: Topology, router: str) -> str | None:
+    """None when some neighbour router's BGP session towards `router` is not Established."""
+    for local, remote in topo.neighbours(router):
+        addr = local.address.split("/")[0]
+        rec = run_probe(ctx, "vtysh_show", dev=remote.node, command="show bgp ipv4 unicast summary json").record
+        state = next((p.state for p in rec.bgp_peers if p.peer == addr), "absent")
+        if state != "Established":
+            return None
+    return f"every neighbour of {router} still has an Established session with it"
+
+
+def lan_hosts(topo: Topology, router: str) -> list[str]:
+    """Hosts on the LANs behind `router`."""
+    return [h.node for lan in topo.lans if lan.router == router for h in lan.hosts]
+
+
+def lan_reachability_problem(ctx: ProbeContext, topo: Topology, router: str) -> str | None:
+    """None when a reachability row touching a host behind `router` is not ok."""
+    for host in lan_hosts(topo, router):
+        if reachability_problem(ctx, host) is None:
+            return None
+    return f"hosts behind {router} ({', '.join(lan_hosts(topo, router))}) reach everything"
+
+
+def _wait(cond: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise FaultError(f"{what} within {timeout:.0f} s")
+        time.sleep(0.05)
+
+
+class FrrServiceDown(Fault):
+    """`frr_service_down`: every FRR daemon of one router killed by PID."""
+
+    label = "frr_service_down"
+    category = "network_node_error"
+    fault_type = "frr_service_down"
+    roles = ("router",)
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        procs = [p for p in state.processes if p.device == rec.target]
+        if not procs:
+            raise FaultError(f"{rec.target} runs no FRR daemons")
+        live = set(teardown.namespace_pids(procs[0].namespace))
+        teardown.kill_pids([p.pid for p in procs if p.pid in live])
+        rec.params = {"daemons": {p.name: p.pid for p in procs}, "namespace": procs[0].namespace}
+        rec.mechanism = f"killed {', '.join(f'{p.name}[{p.pid}]' for p in procs)} on {rec.target}"
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        table = run_probe(ctx, "processes", dev=rec.target).record.processes
+        daemons = rec.params["daemons"]
+        alive = [f"{p.comm}[{p.pid}]" for p in table if p.comm in daemons and "<defunct>" not in p.args]
+        return f"FRR daemons still running on {rec.target}: {', '.join(alive)}" if alive else None
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        topo = _topo(ctx, rec)
+        return peer_down_problem(ctx, topo, rec.target)
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        ns, run_dir = rec.params["namespace"], Path(state.run_dir)
+        rdir = router_dir(run_dir, rec.target)
+        if any(teardown.alive(pid) and teardown.comm(pid) == name for name, pid in rec.params["daemons"].items()):
+            return  # still (or again) running: nothing to undo
+        order = ["zebra"] + sorted(d for d in rec.params["daemons"] if d != "zebra")
+        (rdir / "zserv.api").unlink(missing_ok=True)
+        new: dict[str, int] = {}
+        for daemon in order:
+            old = rec.params["daemons"][daemon]
+            try:
+                frr.start_daemon(run_dir, rec.target, daemon)
+            except FaultlineError as exc:
+                raise FaultError(f"restarting {daemon} on {rec.target} failed: {exc.message}") from exc
+            pidfile = rdir / f"{daemon}.pid"
+            _wait(lambda: pidfile.exists() and pidfile.read_text().strip() not in ("", str(old)),
+                  f"{daemon} on {rec.target} did not write a new pid file")
+            new[daemon] = int(pidfile.read_text().strip())
+            if daemon == "zebra":
+                _wait(lambda: (rdir / "zserv.api").exists(), f"zebra on {rec.target} did not open its socket")
+        state.processes = [p for p in state.processes if p.device != rec.target]
+        for daemon, pid in new.items():
+            state.processes.append(LabProcess(pid, daemon, rec.target, ns))
+            state.extra_paths.append(crash_buffers(daemon, pid))
+
+
+class BgpConfigChange(Fault):
+    """A live BGP configuration change with its recorded inverse (`bgp_missing_route_advertisement`)."""
+
+    label = "bgp_missing_route_advertisement"
+    category = "misconfiguration"
+    fault_type = "bgp_missing_route_advertisement"
+    roles = ("router",)
+    protocols = ("bgp",)
+    host_lan = True  # a spine announces only its loopback: removing that shows no symptom (NIKA notes)
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        block = self.block(vtysh(state, rec.target, "show running-config"))
+        forward, backward = self.change(block)
+        vtysh(state, rec.target, "configure terminal", *forward)
+        rec.params = {"forward": forward, "backward": backward}
+        rec.mechanism = f"vtysh on {rec.target}: {'; '.join(c.strip() for c in forward if c.strip())[:300]}"
+
+    def block(self, running_config: str) -> list[str]:
+        """The part of the running config this change edits (the `router bgp` block)."""
+        return bgp_block(running_config)
+
+    def change(self, block: list[str]) -> tuple[list[str], list[str]]:
+        """(commands that inject, commands that undo), both run from `configure terminal`."""
+        head = block[0]
+        nets = [line.strip() for line in block if line.strip().startswith("network ")]
+        if not nets:
+            raise FaultError("this router announces no prefix (NIKA: pick a router with `network` lines)")
+        af = "address-family ipv4 unicast"
+        return [head, af, *[f"no {n}" for n in nets]], [head, af, *nets]
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        text = run_probe(ctx, "vtysh_show", dev=rec.target, command="show running-config").raw
+        try:
+            block = self.block(text)
+        except FaultError as exc:
+            return str(exc)
+        return self.check_block(block, rec)
+
+    def check_block(self, block: list[str], rec: FaultRecord) -> str | None:
+        """None when the running `router bgp` block carries the change."""
+        present = {line.strip() for line in block}
+        still = [c for c in rec.params["backward"] if c.startswith("network ") and c in present]
+        return f"still announced on {rec.target}: {', '.join(still)}" if still else None
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        return lan_reachability_problem(ctx, _topo(ctx, rec), rec.target)
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        if self.check_block(self.block(vtysh(state, rec.target, "show running-config")), rec) is not None:
+            return  # the change is no longer in the running config: nothing to undo
+        vtysh(state, rec.target, "configure terminal", *rec.params["backward"])
+
+
+class BgpAsnMisconfig(BgpConfigChange):
+    """`bgp_asn_misconfig`: the router's BGP instance re-created under AS + 600."""
+
+    label = "bgp_asn_misconfig"
+    fault_type = "bgp_asn_misconfig"
+    host_lan = False
+
+    def change(self, block: list[str]) -> tuple[list[str], list[str]]:
+        asn = int(block[0].split()[2])
+        wrong = [f"router bgp {asn + 600}", *block[1:]]
+        return [f"no {block[0]}", *wrong], [f"no router bgp {asn + 600}", *block]
+
+    def check_block(self, block: list[str], rec: FaultRecord) -> str | None:
+        expected = rec.params["forward"][1]
+        return None if block[0] == expected else f"running config has `{block[0]}`, expected `{expected}`"
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        return peer_down_problem(ctx, _topo(ctx, rec), rec.target)
+
+
+def _topo(ctx: ProbeContext, rec: FaultRecord) -> Topology:
+    state = ctx.directory
+    if not isinstance(state, LabState):
+        raise FaultError(f"verifying {rec.label} needs a ProbeContext built from the lab state (lab.probe_context)")
+    return lab_topology(state)
+
+
+class HostStaticBlackhole(Fault):
+    """`host_static_blackhole`: the router's attached host subnet turned into a kernel blackhole route."""
+
+    label = "host_static_blackhole"
+    category = "misconfiguration"
+    fault_type = "host_static_blackhole"
+    roles = ("router",)
+    host_lan = True
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        lan = rng.choice([lan for lan in topo.lans if lan.router == rec.target and lan.hosts])
+        ns = state.device(rec.target).namespace
+        sh(in_ns(ns, "ip", "route", "replace", "blackhole", lan.subnet), "blackhole route")
+        rec.params = {"subnet": lan.subnet, "ifname": lan.gateway.name, "src": lan.gateway.address.split("/")[0]}
+        rec.mechanism = f"ip route replace blackhole {lan.subnet} in {rec.target} (its connected host LAN)"
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        routes = run_probe(ctx, "ip_route", dev=rec.target).record.routes
+        if any(r.dst == rec.params["subnet"] and r.type == "blackhole" for r in routes):
+            return None
+        return f"no blackhole route for {rec.params['subnet']} on {rec.target}"
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        return lan_reachability_problem(ctx, _topo(ctx, rec), rec.target)
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        ns, subnet = state.device(rec.target).namespace, rec.params["subnet"]
+        sh(in_ns(ns, "ip", "route", "del", "blackhole", subnet), "blackhole delete", check=False)
+        sh(in_ns(ns, "ip", "route", "replace", subnet, "dev", rec.params["ifname"], "proto", "kernel", "scope", "link",
+                 "src", rec.params["src"]), "connected route restore")

@@ -1,0 +1,86 @@
+"""Traffic-shaping faults: `link_bandwidth_throttling` (tbf on the host's interface plus load).
+
+NIKA v1 puts `tbf rate 30kbit burst 64kb limit 500kb` on the host's first interface and runs iperf3
+UDP from every other host towards it. iperf3 is not in this stack, so the load is a flood of
+1,200-byte pings from another host to the target: the target's echo replies queue behind its 30 kbit/s
+bucket, its queue fills, and every ping to or from it is lost or takes tens of seconds. The load
+generator runs in the other host's namespace (outside the faulty node, as NIKA's senders do) and is
+killed by PID on recovery; `lab down` kills it with the namespace's other processes.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+
+from faultline.lab import teardown
+from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, reachability_problem, sh
+from faultline.lab.faults.link import pick_interface
+from faultline.lab.state import LabState
+from faultline.lab.topology import Topology
+from faultline.network.probes import ProbeContext, run_probe
+from faultline.network.reachability import main_ip
+
+TBF = ("rate", "30kbit", "burst", "64kb", "limit", "500kb")
+
+
+class TbfThrottle(Fault):
+    """`link_bandwidth_throttling`: root tbf at 30 kbit/s on the host's eth0, loaded from another host."""
+
+    label = "link_bandwidth_throttling"
+    category = "resource_contention"
+    fault_type = "link_capacity_bottleneck"
+    roles = ("host",)
+    symptom_timeout = 15.0
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        ifname = pick_interface(topo, rec.target, rng)
+        ns = state.device(rec.target).namespace
+        sh(in_ns(ns, "tc", "qdisc", "replace", "dev", ifname, "root", "tbf", *TBF), "tbf")
+        others = sorted(d.name for d in state.devices() if d.role == "host" and d.name != rec.target)
+        target_ip = main_ip(state.device(rec.target))
+        rec.params = {"ifname": ifname, "loader": None, "loader_pid": None}
+        if others and target_ip:
+            loader = rng.choice(others)
+            # a process of its own session: survives this CLI call, killed by PID on recover
+            proc = subprocess.Popen(
+                in_ns(state.device(loader).namespace, "ping", "-q", "-n", "-i", "0.01", "-s", "1200", target_ip),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True)
+            rec.params.update(loader=loader, loader_pid=proc.pid)
+        rec.resource_id = f"interface/{rec.target}/{ifname}"
+        rec.mechanism = (f"tc tbf {' '.join(TBF)} on {rec.target} {ifname}; load: 100 pps of 1200-byte pings "
+                         f"from {rec.params['loader']} (substitute for NIKA's iperf3 UDP senders)")
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        qdiscs = run_probe(ctx, "tc_qdisc", dev=rec.target).record.qdiscs
+        if not any(q.dev == rec.params["ifname"] and q.kind == "tbf" and q.root for q in qdiscs):
+            return f"no root tbf on {rec.target} {rec.params['ifname']}"
+        pid = rec.params.get("loader_pid")
+        if pid is not None and not teardown.alive(pid):
+            return f"the load generator (pid {pid} on {rec.params['loader']}) is not running"
+        return None
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        return reachability_problem(ctx, rec.target)
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        pid = rec.params.get("loader_pid")
+        if pid is not None and teardown.alive(pid) and teardown.comm(pid) in ("ping", "ip"):
+            teardown.kill_pids([pid])
+        _reap(pid)
+        ns = state.device(rec.target).namespace
+        proc = sh(in_ns(ns, "tc", "qdisc", "del", "dev", rec.params["ifname"], "root"), "tbf delete", check=False)
+        if proc.returncode != 0 and "No such file" not in proc.stderr and "Cannot delete" not in proc.stderr:
+            raise FaultError(f"removing the tbf on {rec.target}: {proc.stderr.strip()[:200]}")
+
+
+def _reap(pid: int | None) -> None:
+    """Collect the exit status when the load generator is our own child (inject and recover in one process)."""
+    if pid is None:
+        return
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass

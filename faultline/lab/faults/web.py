@@ -1,0 +1,287 @@
+"""Web faults: an HTTP ACL on a client, a slow sender, an HTTP flood and incast traffic at a web server.
+
+They apply where `web` nodes and their clients exist (role `client` in dc_clos_service, `host` in the
+campus scenarios). Probes always use the web server's IP, so a DNS fault elsewhere does not mask them.
+
+* `http_acl_block` (NIKA: on a client host): nft inet `tcp dport 80 drop` in input/forward/output on
+  the client; its HTTP requests time out while ping to the same server still works.
+* `sender_application_delay`: nginx on the web server re-rendered with `limit_rate 10k` and reloaded
+  (SIGHUP). SUBSTITUTE for NIKA's slow-sender script (1 KiB every 0.1 s): the same ~10 KB/s per
+  response. The 256 KiB `/big.bin` then needs ~25 s; the probe sees headers fast and a timed-out body.
+* `web_dos_attack`: a keep-alive HTTP GET flood (`loadgen.py http`, our stand-in for `ab -k`) from the
+  last client against the web server, confined to a cgroup v1 CPU quota (see `cgroups.py`).
+* `incast_traffic_network_limitation`: see `incast.py`.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import ClassVar
+
+from faultline.lab import teardown
+from faultline.lab.faults import cgroups
+from faultline.lab.faults.base import Fault, FaultError, FaultRecord, start_helper, stop_helper
+from faultline.lab.faults.nft import NftFilter
+from faultline.lab.service_ops import config_path, reload_nginx, service_process, service_running, start_recorded
+from faultline.lab.services import render_web, service_dir
+from faultline.lab.state import LabState
+from faultline.lab.topology import Topology
+from faultline.network.probes import ProbeContext, run_probe
+from faultline.network.reachability import main_ip
+
+CLIENT_ROLES = ("client", "host")  # who browses the web servers (dc_clos_service, campus scenarios)
+LOADGEN = Path(__file__).with_name("loadgen.py")
+
+
+def web_servers(topo: Topology) -> list[str]:
+    """The topology's `web` nodes, sorted."""
+    return sorted(n.name for n in topo.nodes.values() if n.role == "web")
+
+
+def web_clients(topo: Topology) -> list[str]:
+    """End hosts that browse the web servers, in topology order (NIKA's `hosts` list)."""
+    return [n.name for n in topo.nodes.values() if n.role in CLIENT_ROLES]
+
+
+def loadgen_argv(marker: str, *args: str) -> list[str]:
+    """The command line of a traffic generator carrying `marker` (found and stopped by it)."""
+    return [sys.executable, "-I", str(LOADGEN), "--tag", marker, *args]
+
+
+def new_marker(rec: FaultRecord) -> str:
+    """A marker unique to one injection (PID reuse cannot make another process look like ours)."""
+    return f"faultline-{rec.label}-{rec.id}-{uuid.uuid4().hex[:8]}"
+
+
+def wait_for_marker(namespace: str, marker: str, count: int = 1, timeout: float = 5.0) -> None:
+    """Wait until `count` processes carrying `marker` run inside `namespace`; FaultError if they never do."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = 0
+        for pid in teardown.namespace_pids(namespace):
+            try:
+                found += marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                pass
+        if found >= count:
+            return
+        if time.monotonic() >= deadline:
+            raise FaultError(f"the traffic generator {marker} did not start in {namespace} ({found} of {count})",
+                             fix="check that the lab is up; the fault's recover stops what did start")
+        time.sleep(0.1)
+
+
+def helper_listed(ctx: ProbeContext, device: str, marker: str) -> str | None:
+    """None when `device`'s process table (processes probe) shows a process carrying `marker`."""
+    table = run_probe(ctx, "processes", dev=device).record
+    if any(marker in p.args for p in table.processes):
+        return None
+    return f"no process with {marker} runs on {device} ({len(table.processes)} processes listed)"
+
+
+def reload_and_wait(state: LabState, node: str, timeout: float = 5.0) -> None:
+    """SIGHUP `node`'s nginx and wait until only the new config serves new connections.
+
+    ProcessLookupError when nginx is not running. nginx starts new workers, then tells the old ones
+    to stop accepting and finish gracefully (their title becomes "worker process is shutting down");
+    until then an old worker may still accept a connection and answer with the old config.
+    """
+    master = service_process(state, node)
+    before = _children(master.pid) if master else set()
+    reload_nginx(state, node)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        now = _children(master.pid)
+        if now - before and all(b"shutting down" in _cmdline(pid) for pid in now & before):
+            return
+        time.sleep(0.05)
+    raise FaultError(f"nginx on {node} did not reload within {timeout:g} s (SIGHUP sent)",
+                     fix=f"see {node}'s error.log in its service dir")
+
+
+def _children(pid: int) -> set[int]:
+    try:
+        return {int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+    except OSError:
+        return set()
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b"shutting down"  # gone: it accepts nothing any more
+
+
+class WebFault(Fault):
+    """A fault on a web server of a lab that also has web clients."""
+
+    roles = ("web",)
+
+    @classmethod
+    def targets(cls, topo: Topology) -> list[str]:
+        return web_servers(topo) if web_clients(topo) else []
+
+    @classmethod
+    def needs(cls) -> str:
+        return "a web server and a client/host to browse it"
+
+
+class HttpAclBlock(NftFilter):
+    """`http_acl_block`: TCP port 80 dropped on a client host (NIKA v1 puts it on a host, GT [host])."""
+
+    label = "http_acl_block"
+    category = "misconfiguration"
+    fault_type = "http_acl_block"
+    roles = CLIENT_ROLES
+    matches = ("tcp dport 80",)
+
+    @classmethod
+    def targets(cls, topo: Topology) -> list[str]:
+        return sorted(web_clients(topo)) if web_servers(topo) else []
+
+    @classmethod
+    def needs(cls) -> str:
+        return "a client/host and a web server"
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        super().apply(state, topo, rec, rng)
+        web = rng.choice(web_servers(topo))
+        rec.params.update(web=web, web_ip=main_ip(state.device(web)))
+        rec.mechanism += f" (NIKA v1: on a client host); symptom checked towards {web}"
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        ip = rec.params["web_ip"]
+        http = run_probe(ctx, "http_get", src=rec.target, url=f"http://{ip}/", timeout_s=4).record
+        if http.status != "timeout":
+            return f"http_get {rec.target} -> {ip}: {http.status} {http.http_code or ''}, not a timeout"
+        ping = run_probe(ctx, "ping", src=rec.target, dst_ip=ip, count=2).record
+        if ping.rx == 0:
+            return f"ping {rec.target} -> {ip} fails too ({ping.status}): not an HTTP-only block"
+        return None
+
+
+class SenderApplicationDelay(WebFault):
+    """`sender_application_delay`: nginx answers at `limit_rate 10k` (SUBSTITUTE, see the module doc)."""
+
+    label = "sender_application_delay"
+    category = "resource_contention"
+    fault_type = "sender_resource_contention"  # v2 dropped this label; nearest v2 id
+    rate: ClassVar[str] = "10k"
+    symptom_timeout = 15.0
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        conf = config_path(state, rec.target)
+        original = conf.read_text()
+        conf.write_text(render_web(topo, Path(state.run_dir), rec.target, limit_rate=self.rate))
+        try:
+            reload_and_wait(state, rec.target)
+        except (ProcessLookupError, FaultError) as exc:
+            conf.write_text(original)  # the record is not saved yet: leave nothing behind
+            if service_running(state, rec.target):
+                reload_nginx(state, rec.target)
+            raise FaultError(f"sender_application_delay: {exc}", fix="recover the lab's web server first") from None
+        client = rng.choice(web_clients(topo))
+        ip = main_ip(state.device(rec.target))
+        rec.params = {"conf": str(conf), "original_conf": original, "limit_rate": self.rate, "client": client,
+                      "url": f"http://{ip}/big.bin"}
+        rec.mechanism = (f"nginx on {rec.target}: limit_rate {self.rate} added to {conf.name}, reloaded (SIGHUP); "
+                         "SUBSTITUTE for NIKA's slow-sender script (1 KiB every 0.1 s): the same ~10 KB/s per response")
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        text = run_probe(ctx, "read_file", dev=rec.target, path=rec.params["conf"]).record.text
+        if f"limit_rate {rec.params['limit_rate']};" not in text:
+            return f"{rec.params['conf']} has no limit_rate {rec.params['limit_rate']}"
+        return None
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        client, url = rec.params["client"], rec.params["url"]
+        http = run_probe(ctx, "http_get", src=client, url=url, timeout_s=4).record
+        if http.status == "ok":
+            return f"{client} fetched {url} in {http.time_total_s}s"
+        if http.status != "timeout" or http.http_code != 200:
+            return f"{client} -> {url}: {http.status} {http.http_code} ({http.error}): not a slow 200 answer"
+        return None  # headers (200) arrived, the 256 KiB body did not finish within 3 s
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        Path(rec.params["conf"]).write_text(rec.params["original_conf"])
+        if service_running(state, rec.target):
+            reload_and_wait(state, rec.target)
+        else:
+            start_recorded(state, rec.target)
+
+
+# the flood's bounds: nginx here has 1 worker of 1,024 connections; NIKA's ab uses -c 1000 with no cap
+DOS_CONNS = 500
+DOS_CPU_PCT = 50  # of one CPU, for the generator (the machine has 2)
+DOS_MAX_RATE = 3000  # requests/s: uncapped, 50% of a core makes ~10k/s and 1 MB/s of access log
+DOS_MIN_RATE = 200  # requests/s from the attacker in the access log that count as a flood
+_LOG_TIME = "%d/%b/%Y:%H:%M:%S %z"
+
+
+class WebDosAttack(WebFault):
+    """`web_dos_attack`: keep-alive GET flood from the last client, in a CPU-capped cgroup; GT [victim web]."""
+
+    label = "web_dos_attack"
+    category = "network_under_attack"
+    fault_type = "web_dos_attack"
+    symptom_timeout = 15.0
+
+    def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        attacker = web_clients(topo)[-1]
+        ip = main_ip(state.device(rec.target))
+        marker = new_marker(rec)
+        group = cgroups.create(rec.id, DOS_CPU_PCT)
+        argv = loadgen_argv(marker, "http", "--url", f"http://{ip}/", "--conns", str(DOS_CONNS),
+                             "--max-rate", str(DOS_MAX_RATE))
+        pid = start_helper(cgroups.exec_in(group, state.device(attacker).namespace, argv))
+        rec.params = {"attacker": attacker, "attacker_ip": main_ip(state.device(attacker)), "web_ip": ip,
+                      "helper_pid": pid, "helper_marker": marker, "cgroup": str(group),
+                      "access_log": str(service_dir(Path(state.run_dir), rec.target) / "access.log")}
+        try:
+            wait_for_marker(state.device(attacker).namespace, marker)
+        except FaultError:
+            self.undo(state, topo, rec)  # the record is not saved yet: nothing else would stop it
+            raise
+        rec.mechanism = (f"HTTP GET flood from {attacker} to http://{ip}/: loadgen.py http, {DOS_CONNS} keep-alive "
+                         f"connections, one request in flight each, at most {DOS_MAX_RATE} requests/s (PARTIAL: "
+                         "NIKA runs ab -n 2e8 -c 1000 -k; no ab here), CPU capped at "
+                         f"{DOS_CPU_PCT}% of one core by cgroup v1 {group.name}; PID {pid}")
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        return helper_listed(ctx, rec.params["attacker"], rec.params["helper_marker"])
+
+    def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        text = run_probe(ctx, "tail_file", dev=rec.target, path=rec.params["access_log"], lines=2000).record.text
+        stamps = [t for addr, t in access_log_entries(text) if addr == rec.params["attacker_ip"]]
+        now = time.time()
+        if not stamps or now - max(stamps) > 5:
+            return f"no request from {rec.params['attacker_ip']} in the last 5 s of {rec.target}'s access log"
+        rate = len(stamps) / (max(stamps) - min(stamps) + 1)
+        if rate < DOS_MIN_RATE:
+            return f"{rec.params['attacker_ip']} makes {rate:.0f} requests/s, below {DOS_MIN_RATE}"
+        return None
+
+    def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        stop_helper(rec.params["helper_pid"], rec.params["helper_marker"])
+        cgroups.remove(Path(rec.params["cgroup"]))
+
+
+def access_log_entries(text: str) -> list[tuple[str, float]]:
+    """(client address, UNIX time) of each line of an nginx access log in the default format."""
+    out = []
+    for line in text.splitlines():
+        addr, _, rest = line.partition(" ")
+        start, end = rest.find("["), rest.find("]")
+        if start < 0 or end < start:
+            continue
+        try:
+            out.append((addr, datetime.strptime(rest[start + 1:end], _LOG_TIME).timestamp()))
+        except ValueError:
+            continue
+    return out
