@@ -207,7 +207,7 @@ def run_faults(scenarios: list[str], sizes: list[str], labels: list[str], seed: 
 
 
 def _implemented() -> list[str]:
-    from faultline.lab.faults.catalogue import catalogue
+    from faultline.nika.labels import catalogue
 
     return sorted(i.label for i in catalogue() if i.status == "implemented" and i.label in faults.FAULTS)
 

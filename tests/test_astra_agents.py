@@ -221,11 +221,11 @@ def test_domain_agent_queries_the_docs_server_over_mcp(deps):
 
 def test_schedule_runs_similarity_and_log_concurrently_then_domain(deps, monkeypatch):
     from faultline.astra import schedule
-    from faultline.astra.agents import base
+    from faultline.astra.agents import registry
 
     spans: dict[str, tuple[float, float]] = {}
     seen: dict = {}
-    real_make = base.make_agent
+    real_make = registry.make_agent
 
     class Timed:
         def __init__(self, inner):
@@ -255,7 +255,7 @@ def test_schedule_runs_similarity_and_log_concurrently_then_domain(deps, monkeyp
 
 def test_taxonomy_file_matches_the_fault_catalogue():
     from faultline.astra.taxonomy import taxonomy
-    from faultline.lab.faults.catalogue import catalogue
+    from faultline.nika.labels import catalogue
 
     assert {n: l.category for n, l in taxonomy().items()} == {i.label: i.category for i in catalogue()}
 

@@ -92,7 +92,7 @@ def test_healthy_control_rewards_no_fault_and_punishes_a_fault() -> None:
 
 
 def test_rubric_data_covers_every_catalogue_label() -> None:
-    from faultline.lab.faults.catalogue import catalogue
+    from faultline.nika.labels import catalogue
 
     data = yaml.safe_load(RUBRIC_FILE.read_text())
     assert {info.label for info in catalogue()} == set(data["labels"])

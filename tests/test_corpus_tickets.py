@@ -24,7 +24,7 @@ from faultline.corpus.tickets import (
     leak_check,
     write_ticket,
 )
-from faultline.lab.faults.catalogue import catalogue
+from faultline.nika.labels import catalogue
 from faultline.lab.faults.registry import FAULTS
 from faultline.lab.scenarios import build_topology
 from faultline.lab.topology import Topology

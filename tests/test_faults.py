@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from faultline.lab import faults
-from faultline.lab.faults.base import CATEGORIES, FaultError, FaultNotVerified
-from faultline.lab.faults.catalogue import catalogue
+from faultline.lab.faults.base import FaultError, FaultNotVerified
+from faultline.nika.labels import CATEGORIES
+from faultline.nika.labels import catalogue
 from faultline.lab.namespaces import namespace_name
 from faultline.lab.scenarios import build_topology
 from faultline.lab.state import LabState

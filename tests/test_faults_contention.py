@@ -22,7 +22,7 @@ import pytest
 from faultline.lab import faults
 from faultline.lab.faults import cgroup_join, nfqueue_delay
 from faultline.lab.faults.base import FaultNotVerified, helper_alive
-from faultline.lab.faults.catalogue import catalogue
+from faultline.nika.labels import catalogue
 from faultline.lab.faults.contention import CPU_ROOT, PREFIX, http_median_ms
 from faultline.lab.namespaces import namespace_name
 from faultline.lab.scenarios import build_topology

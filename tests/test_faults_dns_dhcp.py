@@ -20,7 +20,7 @@ from faultline.lab import faults, service_ops
 from faultline.lab.faults import dhcp_clients as dc
 from faultline.lab.faults.applicability import label_scenarios
 from faultline.lab.faults.base import FaultError, FaultNotVerified
-from faultline.lab.faults.catalogue import catalogue
+from faultline.nika.labels import catalogue
 from faultline.lab.namespaces import namespace_name
 from faultline.lab.scenarios import build_topology
 from faultline.lab.services import (

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from faultline.lab import faults
-from faultline.lab.faults.applicability import label_scenarios, scenario_table, where_applicable
+from faultline.lab.faults.applicability import label_scenarios, scenario_table
 from faultline.lab.faults.base import FaultError, FaultNotVerified
 from faultline.lab.faults.bgp_origin import victim_lan
-from faultline.lab.faults.catalogue import catalogue
+from faultline.nika.labels import catalogue
 from faultline.lab.namespaces import namespace_name
 from faultline.lab.scenarios import SCENARIOS, build_topology
 from faultline.lab.state import LabState
@@ -103,7 +103,7 @@ def test_refusals_name_where_the_label_works():
         faults.inject(_offline_state("rip_small_internet"), "bgp_hijacking")
     with pytest.raises(FaultError, match="cannot target 'router2'"):  # router2 is the victim pc2's gateway
         faults.inject(state, "bgp_hijacking", "router2")
-    assert where_applicable("mac_address_conflict").startswith("a scenario/size where it applies: ")
+    assert faults.fault_class("mac_address_conflict").where_applicable().startswith("a scenario/size where it applies: ")
 
 
 def test_new_labels_pick_seeded_targets_and_match_the_catalogue():

@@ -22,7 +22,7 @@ import pytest
 from faultline.lab import faults
 from faultline.lab.faults import cgroups, loadgen
 from faultline.lab.faults.base import FaultNotVerified
-from faultline.lab.faults.catalogue import catalogue
+from faultline.nika.labels import catalogue
 from faultline.lab.faults.web import access_log_entries
 from faultline.lab.namespaces import namespace_name
 from faultline.lab.scenarios import build_topology

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from faultline.errors import FaultlineError
-from faultline.lab.faults.catalogue import CATALOGUE
+from faultline.nika.labels import catalogue
 from faultline.sade.matcher import match
 from faultline.sade.records import Flag
 from faultline.sade.skills import load_skills
 
 
 def _implemented() -> set[str]:
-    return {info.label for info in CATALOGUE if info.status != "unsupported"}
+    return {info.label for info in catalogue() if info.status != "unsupported"}
 
 
 def test_every_supported_label_is_owned_by_exactly_one_skill() -> None:
@@ -25,6 +25,8 @@ def test_every_supported_label_is_owned_by_exactly_one_skill() -> None:
             owners.setdefault(label, []).append(skill.family)
     assert set(owners) == _implemented()
     assert {label: fams for label, fams in owners.items() if len(fams) != 1} == {}
+    # the catalogue's `skill` column (what ASTRA, the marts and the nightly read) names the same owner
+    assert {info.label: info.skill for info in catalogue() if info.skill} == {l: f[0] for l, f in owners.items()}
 
 
 def test_every_skill_has_the_sections_a_person_and_a_model_need() -> None:

@@ -234,9 +234,8 @@ def default_agents(settings: Settings, conn: duckdb.DuckDBPyConnection, *, model
     client they hold are loaded once).
     """
     from faultline.astra.agents import AgentDeps, make_agent
-    from faultline.astra.schedule import run_agents
-
     from faultline.astra.docs_client import shared_docs_client
+    from faultline.astra.schedule import run_agents
 
     try:
         docs = shared_docs_client(settings)

@@ -49,7 +49,7 @@ class Identifier:
 @lru_cache(maxsize=1)
 def taxonomy_labels() -> tuple[str, ...]:
     """Every NIKA v1 label of the catalogue, longest first (so a longer label wins over a prefix)."""
-    from faultline.lab.faults.catalogue import catalogue
+    from faultline.nika.labels import catalogue
 
     return tuple(sorted((info.label for info in catalogue()), key=len, reverse=True))
 

@@ -54,11 +54,9 @@ def pick_label(outputs: dict[str, AgentOutput]) -> tuple[str | None, str | None]
 
 
 def _category_of(label: str | None) -> str | None:
-    if not label:
-        return None
-    from faultline.lab.faults.catalogue import catalogue
+    from faultline.nika.labels import category_of
 
-    return next((info.category for info in catalogue() if info.label == label), None)
+    return category_of(label) if label else None
 
 
 def pick_devices(incident: Incident, outputs: dict[str, AgentOutput]) -> list[str]:

@@ -66,7 +66,7 @@ class Taxonomy:
 @lru_cache(maxsize=1)
 def taxonomy() -> Taxonomy:
     """The rubric data joined with the NIKA catalogue's categories."""
-    from faultline.lab.faults.catalogue import catalogue
+    from faultline.nika.labels import catalogue
 
     data = yaml.safe_load(RUBRIC_FILE.read_text())
     return Taxonomy(families=dict(data["labels"]), domains=dict(data["families"]),

@@ -139,7 +139,7 @@ def faults_command(
     from dataclasses import asdict
 
     from faultline.lab.faults.applicability import scenario_table
-    from faultline.lab.faults.catalogue import catalogue
+    from faultline.nika.labels import catalogue
 
     where = scenario_table(size)
     rows = [info for info in catalogue() if all_ or info.status == "implemented"]

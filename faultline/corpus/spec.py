@@ -110,7 +110,7 @@ def load_suite(ref: str | Path) -> Suite:
 
 def _check_names(suite: Suite, path: Path) -> None:
     """Scenarios, sizes and labels must exist; a label this lab cannot inject is caught at generation."""
-    from faultline.lab.faults.catalogue import catalogue
+    from faultline.nika.labels import catalogue
     from faultline.lab.scenarios import SIZES, scenario_names
 
     labels = {info.label for info in catalogue()}

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from faultline.corpus.symptoms import Symptom, excerpt
 from faultline.errors import FaultlineError
-from faultline.lab.faults.catalogue import catalogue
+from faultline.nika.labels import catalogue
 from faultline.lab.scenarios import build_topology
 
 TEXT_DIR = Path(__file__).with_name("text")

@@ -68,7 +68,7 @@ class SubmissionTarget:
 
 def implemented_labels() -> list[str]:
     """The labels this lab can inject (the candidate list agents choose from)."""
-    from faultline.lab.faults.catalogue import catalogue
+    from faultline.nika.labels import catalogue
 
     return [info.label for info in catalogue() if info.status == "implemented"]
 

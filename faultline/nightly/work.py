@@ -64,10 +64,10 @@ def run_astra(settings: Settings, conn: duckdb.DuckDBPyConnection, item: Backlog
 def run_sade(settings: Settings, conn: duckdb.DuckDBPyConnection, item: BacklogItem, *,
              network_backend: str = "snapshot", llm_model: str | None = None, run_id: str | None = None) -> Outcome:
     """SADE's diagnosis for one incident on its network backend, stored, scored when the truth is known."""
+    from faultline.nika.labels import skill_of
     from faultline.sade.backend import lab_backend, snapshot_backend
     from faultline.sade.engine import diagnose
     from faultline.sade.scoring import score_incident
-    from faultline.sade.skills import skill_of_label
     from faultline.sade.store import load_truths, save_diagnosis, save_scores
 
     started = time.perf_counter()
@@ -93,7 +93,7 @@ def run_sade(settings: Settings, conn: duckdb.DuckDBPyConnection, item: BacklogI
     truth = load_truths(conn).get(item.incident_id)
     accuracy = None
     if truth is not None:
-        family = skill_of_label(truth.labels[0]) if truth.labels else "healthy"
+        family = skill_of(truth.labels[0]) if truth.labels else "healthy"
         score = score_incident(truth, sub.v1 if sub else None, sub.v2 if sub else None, method="sade", family=family)
         save_scores(conn, [score], run_id=run_id)
         metrics = score.metrics()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from faultline.nika.labels import v2_fault_type
 from faultline.sade.backend import Backend
 from faultline.sade.matcher import Match
 from faultline.sade.records import (
@@ -19,16 +20,6 @@ from faultline.sade.session import Session
 
 class NoSubmission(Exception):
     """Raised by a policy that ends without an answer (e.g. out of turns): recorded as status no_submission."""
-
-
-def v2_fault_type(label: str) -> str:
-    """NIKA v2's failure id for a v1 label (the same name, or v2's nearest id where v1 has a label v2 lacks)."""
-    from faultline.lab.faults.registry import fault_class
-
-    try:
-        return fault_class(label).fault_type
-    except (KeyError, ValueError):
-        return label
 
 
 def build_submission(matches: list[Match]) -> Submission:

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faultline.errors import FaultlineError
+from faultline.nika.labels import skill_of
 from faultline.sade.backend import snapshot_backend
 from faultline.sade.engine import diagnose
 from faultline.sade.records import Diagnosis
 from faultline.sade.scoring import IncidentScore, score_incident, truth_from_json
-from faultline.sade.skills import skill_of_label
 
 
 @dataclass
@@ -49,7 +49,7 @@ def evaluate_folder(folder: Path, *, method: str = "sade", baseline: bool = True
     backend = snapshot_backend(folder / "snapshot.json.gz", use_baseline=baseline)
     diag = diagnose(backend, incident_id=info["incident_id"], method=method)
     sub = diag.submission
-    family = skill_of_label(truth.labels[0]) if truth.labels else "healthy"
+    family = skill_of(truth.labels[0]) if truth.labels else "healthy"
     score = score_incident(truth, sub.v1 if sub else None, sub.v2 if sub else None, method=method, family=family)
     return Evaluated(diagnosis=diag, score=score)
 

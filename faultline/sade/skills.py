@@ -109,9 +109,3 @@ def skill(family: str) -> Skill:
     raise FaultlineError(f"no skill '{family}'", fix=f"one of: {', '.join(s.family for s in load_skills())}")
 
 
-def skill_of_label(label: str) -> str | None:
-    """The family that owns a label, or None."""
-    for skill in load_skills():
-        if label in skill.labels:
-            return skill.family
-    return None

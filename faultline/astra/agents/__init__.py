@@ -9,14 +9,11 @@ implementation and an LLM one (``deps.model`` = a litellm model string; prompts 
 ``prompts/astra/``).
 """
 
-from faultline.astra.agents.base import Agent, AgentDeps, agent_names, make_agent, register_agent
+from faultline.astra.agents.base import Agent, AgentDeps
 from faultline.astra.agents.domain import DomainKnowledgeAgent
 from faultline.astra.agents.log import LogAgent
+from faultline.astra.agents.registry import agent_names, make_agent, register_agent
 from faultline.astra.agents.similarity import TicketSimilarityAgent
-
-register_agent("similarity", TicketSimilarityAgent)
-register_agent("log", LogAgent)
-register_agent("domain", DomainKnowledgeAgent)
 
 __all__ = ["Agent", "AgentDeps", "DomainKnowledgeAgent", "LogAgent", "TicketSimilarityAgent", "agent_names",
            "make_agent", "register_agent"]

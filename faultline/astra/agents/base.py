@@ -1,12 +1,11 @@
-"""What every ASTRA agent shares: its dependencies, the `run(task) -> AgentOutput` contract, a registry."""
+"""What every ASTRA agent shares: its dependencies and the `run(task) -> AgentOutput` contract."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from faultline.astra.records import AgentOutput, AgentTask
-from faultline.errors import FaultlineError
 
 if TYPE_CHECKING:
     import duckdb
@@ -36,31 +35,6 @@ class Agent(Protocol):
     name: str
 
     def run(self, task: AgentTask) -> AgentOutput: ...
-
-
-AgentFactory = Callable[[AgentDeps], Agent]
-_REGISTRY: dict[str, AgentFactory] = {}
-
-
-def register_agent(name: str, factory: AgentFactory) -> None:
-    """Register (or replace) the factory of agent ``name``; built-ins register the same way."""
-    _REGISTRY[name] = factory
-
-
-def make_agent(name: str, deps: AgentDeps) -> Agent:
-    """Build the agent ``name`` (similarity, log, domain, or any registered one)."""
-    from faultline.astra import agents  # noqa: F401  (registers the built-ins)
-
-    if name not in _REGISTRY:
-        raise FaultlineError(f"unknown ASTRA agent {name!r}", fix=f"use one of {sorted(_REGISTRY)}")
-    return _REGISTRY[name](deps)
-
-
-def agent_names() -> list[str]:
-    """Names of the registered agents."""
-    from faultline.astra import agents  # noqa: F401
-
-    return sorted(_REGISTRY)
 
 
 def cap(text: str, limit: int) -> str:

@@ -3,24 +3,15 @@
 `inject(state, label, target, seed)` puts a fault on the lab and records it in the lab state;
 `verify(state, ctx)` checks that each fault's artifact is there and its symptom shows through the
 probe API (FaultNotVerified otherwise); `recover(state)` undoes them and waits until the lab is
-healthy; `ground_truth(state)` gives NIKA's v1 and v2 ground truth. `catalogue` lists every v1 label
-with its status here; `applicable(label, topology)` and `label_scenarios(label, size)` say where a
-label can be injected.
+healthy; `ground_truth(state)` gives NIKA's v1 and v2 ground truth. `applicable(label, topology)` and
+`label_scenarios(label, size)` say where a label can be injected. Every v1 label, injectable here or
+not, is in the catalogue `faultline.nika.labels`.
 """
 
 from faultline.lab.faults.applicability import applicable, label_scenarios
 from faultline.lab.faults.base import Fault, FaultError, FaultNotVerified, FaultRecord
-from faultline.lab.faults.registry import (
-                                              FAULTS,
-                                              choose_target,
-                                              fault_class,
-                                              fault_labels,
-                                              ground_truth,
-                                              inject,
-                                              records,
-                                              recover,
-                                              verify,
-)
+from faultline.lab.faults.registry import (FAULTS, choose_target, fault_class, fault_labels, ground_truth, inject,
+                                           records, recover, verify)
 
-__all__ = ["FAULTS", "applicable", "choose_target", "Fault", "FaultError", "FaultNotVerified", "FaultRecord", "fault_class", "fault_labels",
-           "ground_truth", "inject", "label_scenarios", "records", "recover", "verify"]
+__all__ = ["FAULTS", "Fault", "FaultError", "FaultNotVerified", "FaultRecord", "applicable", "choose_target",
+           "fault_class", "fault_labels", "ground_truth", "inject", "label_scenarios", "records", "recover", "verify"]

@@ -9,14 +9,13 @@ is picked up without touching this module.
 
 from __future__ import annotations
 
-from faultline.lab.scenarios import SIZES, build_topology, scenario_names
+from faultline.lab.faults.registry import fault_class, fault_labels
+from faultline.lab.scenarios import build_topology, scenario_names
 from faultline.lab.topology import Topology
 
 
 def applicable(label: str, topology: Topology) -> bool:
     """True when `label` can be injected into a lab of `topology` (it has at least one target)."""
-    from faultline.lab.faults.registry import fault_class
-
     return bool(fault_class(label).targets(topology))
 
 
@@ -27,17 +26,5 @@ def label_scenarios(label: str, size: str = "s") -> list[str]:
 
 def scenario_table(size: str = "s") -> dict[str, list[str]]:
     """label -> the scenarios it applies to at `size`, for every implemented label (each topology built once)."""
-    from faultline.lab.faults.registry import fault_labels
-
     topologies = {name: build_topology(name, size) for name in scenario_names()}
     return {label: [name for name, topo in topologies.items() if applicable(label, topo)] for label in fault_labels()}
-
-
-def where_applicable(label: str) -> str:
-    """Where `label` works, in words for an error's fix: "ospf_enterprise_static (s, m, l), simple_bgp (m, l)"."""
-    found = []
-    for name in scenario_names():
-        sizes = [size for size in SIZES if applicable(label, build_topology(name, size))]
-        if sizes:
-            found.append(f"{name} ({', '.join(sizes)})")
-    return "a scenario/size where it applies: " + (", ".join(found) if found else "none registered yet")

@@ -17,14 +17,12 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar
 
 from faultline.errors import FaultlineError
-from faultline.lab.scenarios import build_topology
+from faultline.lab.scenarios import SIZES, build_topology, scenario_names
 from faultline.lab.state import LabState
 from faultline.lab.topology import Topology
 from faultline.network.probes import ProbeContext, run_probe
 from faultline.network.reachability import END_HOST_ROLES
-
-CATEGORIES = ("link_failure", "end_host_failure", "network_node_error", "resource_contention",
-              "misconfiguration", "network_under_attack")
+from faultline.nika.labels import label_info
 
 
 class FaultNotVerified(FaultlineError):
@@ -106,15 +104,27 @@ def reachability_problem(ctx: ProbeContext, device: str | None = None, count: in
 
 
 class Fault:
-    """Base class of a fault mechanism; subclasses set the class attributes and the three hooks."""
+    """Base class of a fault mechanism; subclasses set the class attributes and the three hooks.
+
+    A subclass names its NIKA `label`; its `category` and v2 `fault_type` come from the label
+    catalogue (`faultline/nika/labels.yml`), so the two can never disagree.
+    """
 
     label: ClassVar[str]
-    category: ClassVar[str]
-    fault_type: ClassVar[str]  # NIKA v2 id
+    category: ClassVar[str]  # from the catalogue
+    fault_type: ClassVar[str]  # NIKA v2 id, from the catalogue
     roles: ClassVar[tuple[str, ...]] = ("host",)  # device roles a target is drawn from
     protocols: ClassVar[tuple[str, ...]] = ()  # routing protocols the lab must run (empty: any)
     host_lan: ClassVar[bool] = False  # the target must be the gateway of a LAN with hosts
     symptom_timeout: ClassVar[float] = 10.0  # how long verify waits for the symptom to appear
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "label" in cls.__dict__:
+            info = label_info(cls.label)
+            if info is None:
+                raise TypeError(f"{cls.__name__}: {cls.label!r} is not a label of faultline/nika/labels.yml")
+            cls.category, cls.fault_type = info.category, info.fault_type
 
     def __init__(self, record: FaultRecord | None = None) -> None:
         self.record = record
@@ -176,18 +186,26 @@ class Fault:
         lan = " with an attached host LAN" if cls.host_lan else ""
         return f"a device with role {'/'.join(cls.roles)}{lan}"
 
+    @classmethod
+    def where_applicable(cls) -> str:
+        """Where this fault finds a target, in words for an error's fix: "ospf_enterprise_static (s, m, l), ..."."""
+        found = []
+        for name in scenario_names():
+            sizes = [size for size in SIZES if cls.targets(build_topology(name, size))]
+            if sizes:
+                found.append(f"{name} ({', '.join(sizes)})")
+        return "a scenario/size where it applies: " + (", ".join(found) if found else "none registered yet")
+
     def pick_target(self, state: LabState, topo: Topology, target: str | None, rng: random.Random) -> str:
         """The target device: the one given (checked) or a seeded draw from `targets(topo)`."""
-        from faultline.lab.faults.applicability import where_applicable
-
         names = self.targets(topo)
         if self.protocols and topo.protocol not in self.protocols:
             wanted = " or ".join(p.upper() for p in self.protocols)
             raise FaultError(f"{self.label} needs a{'n' if wanted[0] in 'AEIOU' else ''} {wanted} lab; "
-                             f"{state.scenario} runs {topo.protocol}", fix=f"use {where_applicable(self.label)}")
+                             f"{state.scenario} runs {topo.protocol}", fix=f"use {self.where_applicable()}")
         if not names:
             raise FaultError(f"{self.label} needs {self.needs()}; {state.scenario} ({state.size}) has none",
-                             fix=f"use {where_applicable(self.label)}")
+                             fix=f"use {self.where_applicable()}")
         if target is not None:
             if target not in names:
                 raise FaultError(f"{self.label} cannot target {target!r}", fix=f"choose one of: {', '.join(names)}")

@@ -67,7 +67,6 @@ def running_config(ctx: ProbeContext, router: str) -> str:
 class BgpOrigination(Fault):
     """Base: make P routable on the router (`originate`), then `network P` under `router bgp`."""
 
-    category = "misconfiguration"
     roles = ("router",)
     protocols = ("bgp",)
 
@@ -117,7 +116,6 @@ class BgpBlackholeRouteLeak(BgpOrigination):
     """`bgp_blackhole_route_leak`: `ip route P Null0` + `network P`, P = a remote host's /30."""
 
     label = "bgp_blackhole_route_leak"
-    fault_type = "bgp_blackhole_community_leak"  # v1-only label: v2's nearest id
     host_lan = True
 
     @classmethod
@@ -162,8 +160,6 @@ class BgpHijacking(BgpOrigination):
     """`bgp_hijacking`: the first /25 of the victim's LAN on `lo` + `network` under `router bgp`."""
 
     label = "bgp_hijacking"
-    category = "network_under_attack"
-    fault_type = "bgp_hijacking"
 
     @classmethod
     def targets(cls, topo: Topology) -> list[str]:

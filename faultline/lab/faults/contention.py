@@ -163,7 +163,6 @@ def _end_hosts(topo: Topology, roles: tuple[str, ...]) -> list[str]:
 class CpuContention(Fault):
     """A CPU-capped node with a CPU hog in it; subclasses choose the target role and the HTTP path."""
 
-    category = "resource_contention"
     symptom_timeout = 20.0
     stress: ClassVar[tuple[str, ...]] = STRESS
 
@@ -271,7 +270,6 @@ class LoadBalancerOverload(CpuContention):
     """`load_balancer_overload`: the load balancer's nginx starved of CPU; HTTP to it from a client."""
 
     label = "load_balancer_overload"
-    fault_type = "load_balancer_overload"
     roles = ("lb",)
 
 
@@ -279,7 +277,6 @@ class SenderResourceContention(CpuContention):
     """`sender_resource_contention`: a web server's nginx starved of CPU; HTTP to it from a client."""
 
     label = "sender_resource_contention"
-    fault_type = "sender_resource_contention"
     roles = ("web",)
 
 
@@ -287,7 +284,6 @@ class ReceiverResourceContention(CpuContention):
     """`receiver_resource_contention`: a client host starved of CPU; HTTP from it to a web server is slow."""
 
     label = "receiver_resource_contention"
-    fault_type = "receiver_resource_contention"
     roles = ("host", "client")
 
     @classmethod

@@ -58,8 +58,6 @@ class DnsLookupLatency(Fault):
     """`dns_lookup_latency`: the DNS node's UDP answers delayed 1000 ms by an NFQUEUE helper."""
 
     label = "dns_lookup_latency"
-    category = "resource_contention"
-    fault_type = "dns_lookup_latency"
     roles = ("dns",)
     symptom_timeout = 15.0
     delay_ms = DELAY_MS

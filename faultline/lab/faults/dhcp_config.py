@@ -116,8 +116,6 @@ class DhcpMissingSubnet(DhcpConfigFault):
     """`dhcp_missing_subnet`: the range and options of the host's LAN removed; its hosts get no lease."""
 
     label = "dhcp_missing_subnet"
-    category = "misconfiguration"
-    fault_type = "dhcp_missing_subnet"
 
     def edits(self, lines, tag, gateway):
         block = dc.block_lines(lines, tag)
@@ -145,8 +143,6 @@ class DhcpSpoofedGateway(DhcpConfigFault):
     """`dhcp_spoofed_gateway`: the router option of the host's LAN is .254; its hosts route into nothing."""
 
     label = "dhcp_spoofed_gateway"
-    category = "network_under_attack"
-    fault_type = "dhcp_spoofed_gateway"
 
     def edits(self, lines, tag, gateway):
         prefix = f"dhcp-option=tag:{tag},option:router,"
@@ -173,8 +169,6 @@ class DhcpSpoofedDns(DhcpConfigFault):
     """`dhcp_spoofed_dns`: the DNS-server option of the host's LAN is 8.8.8.8; its hosts cannot resolve."""
 
     label = "dhcp_spoofed_dns"
-    category = "network_under_attack"
-    fault_type = "dhcp_spoofed_dns"
     checks_dns = True
 
     def edits(self, lines, tag, gateway):

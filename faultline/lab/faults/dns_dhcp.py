@@ -114,8 +114,6 @@ class HostIncorrectDns(Fault):
     """`host_incorrect_dns`: the host's resolv.conf says `nameserver 8.8.8.8`; on DHCP hosts the hook keeps it so."""
 
     label = "host_incorrect_dns"
-    category = "end_host_failure"
-    fault_type = "host_incorrect_dns"
     roles = CLIENT_ROLES
 
     @classmethod
@@ -167,8 +165,6 @@ class DnsRecordError(DnsNodeFault):
     """`dns_record_error`: one web record of the zone points to the first host's address (NIKA: hosts[0])."""
 
     label = "dns_record_error"
-    category = "end_host_failure"
-    fault_type = "dns_record_error"
 
     @classmethod
     def targets(cls, topo: Topology) -> list[str]:
@@ -212,8 +208,6 @@ class DnsServiceDown(DnsNodeFault):
     """`dns_service_down`: the DNS node's dnsmasq killed by PID (NIKA: named stopped / killed in v2)."""
 
     label = "dns_service_down"
-    category = "link_failure"  # NIKA's metadata
-    fault_type = "dns_service_down"
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         pid = service_ops.stop_service(state, rec.target)
@@ -234,8 +228,6 @@ class DnsPortBlocked(DnsNodeFault, NftFilter):
     """`dns_port_blocked`: nft inet input drops udp and tcp dport 53 on the DNS node."""
 
     label = "dns_port_blocked"
-    category = "misconfiguration"
-    fault_type = "dns_port_blocked"
     family = "inet"
     matches = ("udp dport 53", "tcp dport 53")
     chains = ("input",)
@@ -249,8 +241,6 @@ class DhcpServiceDown(Fault):
     """`dhcp_service_down`: the DHCP server's dnsmasq killed by PID; a client asking for a lease gets none."""
 
     label = "dhcp_service_down"
-    category = "link_failure"  # NIKA's metadata
-    fault_type = "dhcp_service_down"
     roles = ("dhcp",)
 
     @classmethod

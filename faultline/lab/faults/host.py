@@ -20,18 +20,15 @@ afresh (a DHCP host's udhcpc), as a rebooted host would; the record lists what w
 from __future__ import annotations
 
 import ipaddress
-import json
 import random
 
 from faultline.lab import teardown
-from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, sh
-from faultline.lab.faults.link import interface_state, veth_peer
+from faultline.lab.faults.base import Fault, FaultError, FaultRecord, sh
+from faultline.lab.faults.interfaces import IFNAME, interface_state, set_addressing, snapshot, veth_peer
 from faultline.lab.service_ops import service_process, service_running, start_recorded
 from faultline.lab.state import LabState
 from faultline.lab.topology import Topology
 from faultline.network.probes import ProbeContext, run_probe
-
-IFNAME = "eth0"
 
 
 def host_lan(topo: Topology, host: str) -> tuple[str, str]:
@@ -41,26 +38,6 @@ def host_lan(topo: Topology, host: str) -> tuple[str, str]:
             if iface.node == host and iface.name == IFNAME:
                 return iface.address, lan.gateway.address.split("/")[0]
     raise FaultError(f"{host} has no {IFNAME} on a LAN with a gateway")
-
-
-def snapshot(namespace: str) -> dict:
-    """eth0's IPv4 addresses and the routes with a gateway, as they are now (what recovery restores)."""
-    shown = sh(in_ns(namespace, "ip", "-j", "-4", "addr", "show", "dev", IFNAME), "addr list").stdout
-    addrs = json.loads(shown or "[]")
-    cidrs = [f"{a['local']}/{a['prefixlen']}" for link in addrs for a in link.get("addr_info", [])]
-    routes = json.loads(sh(in_ns(namespace, "ip", "-j", "route", "show"), "route list").stdout or "[]")
-    gw_routes = [[r["dst"], r["gateway"]] for r in routes if r.get("gateway")]
-    return {"addresses": cidrs, "routes": gw_routes}
-
-
-def set_addressing(namespace: str, addresses: list[str], routes: list[list[str]]) -> None:
-    """Make eth0 carry exactly `addresses` and put `routes` ([dst, gateway]) back; default routes dropped first."""
-    sh(in_ns(namespace, "ip", "-4", "addr", "flush", "dev", IFNAME), "addr flush")
-    sh(in_ns(namespace, "ip", "-4", "route", "flush", "default"), "default route flush", check=False)
-    for cidr in addresses:
-        sh(in_ns(namespace, "ip", "addr", "add", cidr, "dev", IFNAME), "addr add")
-    for dst, gateway in routes:
-        sh(in_ns(namespace, "ip", "route", "replace", dst, "via", gateway, "dev", IFNAME), "route replace")
 
 
 def eth0_addresses(ctx: ProbeContext, device: str) -> list[str] | None:
@@ -80,7 +57,6 @@ def default_gateways(ctx: ProbeContext, device: str) -> list[str]:
 class HostAddressing(Fault):
     """Base: replace eth0's addressing with `wanted()`; the artifact is that addressing, checked by probe."""
 
-    category = "end_host_failure"
     roles = ("host",)
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
@@ -120,7 +96,6 @@ class HostMissingIp(HostAddressing):
     """`host_missing_ip`: eth0's address deleted."""
 
     label = "host_missing_ip"
-    fault_type = "host_missing_ip"
 
     def wanted(self, state, topo, rec, address, gateway, rng):
         return [], [], f"ip addr del {address} (default route removed with it)"
@@ -130,7 +105,6 @@ class HostIncorrectIp(HostAddressing):
     """`host_incorrect_ip`: 10.2.1.x/24 with default via 10.2.1.1."""
 
     label = "host_incorrect_ip"
-    fault_type = "host_incorrect_ip"
 
     def wanted(self, state, topo, rec, address, gateway, rng):
         wrong = f"10.2.1.{rng.randint(2, 254)}/24"
@@ -141,7 +115,6 @@ class HostIncorrectGateway(HostAddressing):
     """`host_incorrect_gateway`: default via the gateway's subnet address ending in .254."""
 
     label = "host_incorrect_gateway"
-    fault_type = "host_incorrect_gateway"
 
     def wanted(self, state, topo, rec, address, gateway, rng):
         wrong = ".".join(gateway.split(".")[:3] + ["254"])
@@ -154,7 +127,6 @@ class HostIncorrectNetmask(HostAddressing):
     """`host_incorrect_netmask`: the same address with /8."""
 
     label = "host_incorrect_netmask"
-    fault_type = "host_incorrect_netmask"
 
     def wanted(self, state, topo, rec, address, gateway, rng):
         wrong = f"{address.split('/')[0]}/8"
@@ -165,7 +137,6 @@ class HostIpConflict(HostAddressing):
     """`host_ip_conflict`: the target (host B) takes another host A's address and gateway."""
 
     label = "host_ip_conflict"
-    fault_type = "host_ip_conflict"
 
     def wanted(self, state, topo, rec, address, gateway, rng):
         others = sorted(d.name for d in state.devices() if d.role == "host" and d.name != rec.target
@@ -193,8 +164,6 @@ class HostCrash(Fault):
     """`host_crash`: the host's processes killed and the far ends of its veths set down."""
 
     label = "host_crash"
-    category = "end_host_failure"
-    fault_type = "host_crash"
     roles = ("host",)
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:

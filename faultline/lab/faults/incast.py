@@ -50,8 +50,6 @@ class IncastTraffic(WebFault):
     """`incast_traffic_network_limitation`: tbf both ways on the web's eth0 (ingress via ifb) + UDP senders."""
 
     label = "incast_traffic_network_limitation"
-    category = "resource_contention"
-    fault_type = "incast_traffic_network_limitation"
     symptom_timeout = 20.0
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:

@@ -69,8 +69,6 @@ class ArpCachePoisoning(Fault):
     """`arp_cache_poisoning`: a permanent neighbour entry mapping the host's gateway to a forged MAC."""
 
     label = "arp_cache_poisoning"
-    category = "network_under_attack"
-    fault_type = "arp_cache_poisoning"
     roles = ("host", "client")  # NIKA's H: pcs, hosts and clients
 
     @classmethod
@@ -107,8 +105,6 @@ class MacAddressConflict(Fault):
     """`mac_address_conflict`: end host A (the target) takes the MAC of end host B on the same bridged LAN."""
 
     label = "mac_address_conflict"
-    category = "misconfiguration"
-    fault_type = "mac_address_conflict"
     roles = tuple(sorted(END_HOST_ROLES))
 
     @classmethod

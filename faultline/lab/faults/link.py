@@ -14,34 +14,17 @@ from __future__ import annotations
 import json
 import random
 
-from faultline.lab.faults.base import Fault, FaultError, FaultRecord, helper_alive, in_ns, sh, start_helper, stop_helper
+from faultline.lab.faults.base import Fault, FaultRecord, helper_alive, in_ns, sh, start_helper, stop_helper
+from faultline.lab.faults.interfaces import interface_state, pick_interface, set_addressing, snapshot, veth_peer
 from faultline.lab.state import LabState
 from faultline.lab.topology import Topology
 from faultline.network.probes import ProbeContext, run_probe
-
-
-def pick_interface(topo: Topology, device: str, rng: random.Random) -> str:
-    """A host's eth0 (as NIKA v1) or, on a router, a seeded choice among its eth* interfaces."""
-    names = sorted(i.name for i in topo.nodes[device].interfaces if i.name.startswith("eth"))
-    if not names:
-        raise FaultError(f"{device} has no eth interface")
-    return "eth0" if "eth0" in names and topo.nodes[device].role == "host" else rng.choice(names)
-
-
-def interface_state(ctx: ProbeContext, device: str, ifname: str) -> tuple[str, list[str]] | None:
-    """(operstate, flags) of one interface through the `ip_link` probe; None when it does not exist."""
-    for iface in run_probe(ctx, "ip_link", dev=device).record.interfaces:
-        if iface.ifname == ifname:
-            return iface.operstate, iface.flags
-    return None
 
 
 class LinkDown(Fault):
     """`ip link set IF down` on one end of a link (NIKA v1: the node's own interface)."""
 
     label = "link_down"
-    category = "link_failure"
-    fault_type = "link_down"
     roles = ("host", "router")
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
@@ -91,26 +74,6 @@ class LinkDown(Fault):
             sh(in_ns(ns, "ip", "route", "replace", dst, "via", gateway, "dev", ifname), "route restore")
 
 
-def veth_peer(namespace: str, ifname: str) -> tuple[str, str]:
-    """(namespace, interface name) of the other end of a veth, from its link index and netns id."""
-    info = json.loads(sh(["ip", "-n", namespace, "-j", "link", "show", "dev", ifname], "link show").stdout or "[]")
-    if not info or "link_netnsid" not in info[0] or "link_index" not in info[0]:
-        raise FaultError(f"{ifname} in {namespace} is not a veth with its peer in another namespace")
-    nsid, index = info[0]["link_netnsid"], info[0]["link_index"]
-    peer_ns = None
-    for line in sh(["ip", "-n", namespace, "netns", "list-id"], "netns list-id").stdout.splitlines():
-        words = line.replace("(", " ").replace(")", " ").split()
-        if words[:2] == ["nsid", str(nsid)] and "name:" in words:
-            peer_ns = words[words.index("name:") + 1]
-    if peer_ns is None:
-        raise FaultError(f"no named namespace has nsid {nsid} as seen from {namespace}")
-    links = json.loads(sh(["ip", "-n", peer_ns, "-j", "link", "show"], "link show").stdout or "[]")
-    name = next((link["ifname"] for link in links if link.get("ifindex") == index), None)
-    if name is None:
-        raise FaultError(f"no interface with index {index} in {peer_ns}")
-    return peer_ns, name
-
-
 def lan_gateway(topo: Topology, host: str) -> str | None:
     """The gateway address of the LAN a host sits on (None when it is on none)."""
     lans = [lan for lan in topo.lans if any(h.node == host for h in lan.hosts)]
@@ -121,8 +84,6 @@ class LinkFlap(Fault):
     """`link_flap`: the host's link toggled down/up every second from outside the host."""
 
     label = "link_flap"
-    category = "link_failure"
-    fault_type = "link_flap"
     roles = ("host",)
     period_s = 1
     late_ms = 200.0  # a lab ping normally takes well under 1 ms
@@ -165,13 +126,9 @@ class LinkDetach(Fault):
     """`link_detach`: the host's eth0 moved into a parking namespace."""
 
     label = "link_detach"
-    category = "link_failure"
-    fault_type = "link_detach"
     roles = ("host",)
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
-        from faultline.lab.faults.host import snapshot
-
         ifname = pick_interface(topo, rec.target, rng)
         ns = state.device(rec.target).namespace
         before = snapshot(ns) if ifname == "eth0" else {"addresses": [], "routes": []}
@@ -190,8 +147,6 @@ class LinkDetach(Fault):
         return None
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
-        from faultline.lab.faults.host import set_addressing
-
         ns, ifname, park = state.device(rec.target).namespace, rec.params["ifname"], rec.params["park"]
         parked = sh(["ip", "-n", park, "link", "show", "dev", ifname], "parked link", check=False).returncode == 0
         if parked:

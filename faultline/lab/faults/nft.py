@@ -15,7 +15,7 @@ import subprocess
 from typing import ClassVar
 
 from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, sh
-from faultline.lab.faults.link import pick_interface
+from faultline.lab.faults.interfaces import pick_interface
 from faultline.lab.state import LabState
 from faultline.lab.topology import Topology
 from faultline.network.probes import ProbeContext, run_probe
@@ -80,8 +80,6 @@ class IcmpAclBlock(NftFilter):
     """`icmp_acl_block`: `ip protocol icmp drop` on a router or a host."""
 
     label = "icmp_acl_block"
-    category = "misconfiguration"
-    fault_type = "icmp_acl_block"
     roles = ("host", "router")
     family = "ip"
     matches = ("ip protocol icmp",)
@@ -91,8 +89,6 @@ class BgpAclBlock(NftFilter):
     """`bgp_acl_block`: TCP port 179 dropped both ways on a router; its sessions expire (hold 3 s)."""
 
     label = "bgp_acl_block"
-    category = "misconfiguration"
-    fault_type = "bgp_acl_block"
     roles = ("router",)
     protocols = ("bgp",)
     matches = ("tcp dport 179", "tcp sport 179")
@@ -112,8 +108,6 @@ class ArpAclBlock(NftFilter):
     """`arp_acl_block`: an nft `arp` table dropping every ARP packet in and out, then the neighbour cache flushed."""
 
     label = "arp_acl_block"
-    category = "misconfiguration"
-    fault_type = "arp_acl_block"
     roles = ("host", "router")
     family = "arp"
     matches = ("",)
@@ -130,8 +124,6 @@ class LinkFragmentationDisabled(NftFilter):
     """`link_fragmentation_disabled`: v1's OUTPUT drop of packets 10-65535 bytes long (nearly all of them)."""
 
     label = "link_fragmentation_disabled"
-    category = "link_failure"
-    fault_type = "link_fragmentation_disabled"
     roles = ("host",)
     family = "ip"
     matches = ("meta length 10-65535",)
@@ -142,8 +134,6 @@ class NftRandomLoss(Fault):
     """`link_high_packet_corruption` through random egress drops (netem substitute, see the module doc)."""
 
     label = "link_high_packet_corruption"
-    category = "resource_contention"
-    fault_type = "link_packet_corruption"
     roles = ("host",)
     percent: ClassVar[int] = 60
 

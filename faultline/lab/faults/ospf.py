@@ -34,8 +34,6 @@ class OspfAclBlock(NftFilter):
     """`ospf_acl_block`: IP protocol 89 dropped both ways on a router."""
 
     label = "ospf_acl_block"
-    category = "misconfiguration"
-    fault_type = "ospf_acl_block"
     roles = ("router",)
     protocols = ("ospf",)
     family = "inet"
@@ -49,7 +47,6 @@ class OspfNeighborMissing(BgpConfigChange):
     """`ospf_neighbor_missing`: `no network ... area ...` for every network of `router ospf`."""
 
     label = "ospf_neighbor_missing"
-    fault_type = "ospf_neighbor_missing"
     protocols = ("ospf",)
     host_lan = False
 
@@ -73,7 +70,6 @@ class OspfAreaMisconfiguration(OspfNeighborMissing):
     """`ospf_area_misconfiguration`: the networks of one area moved to area 66 (or 99)."""
 
     label = "ospf_area_misconfiguration"
-    fault_type = "ospf_area_misconfiguration"
 
     def change(self, block: list[str]) -> tuple[list[str], list[str]]:
         nets = network_lines(block, required=True)

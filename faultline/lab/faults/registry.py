@@ -43,7 +43,19 @@ from faultline.lab.readiness import wait_ready
 from faultline.lab.state import LabState
 from faultline.network.probes import ProbeContext
 
-FAULTS: dict[str, type[Fault]] = {cls.label: cls for cls in (
+FAULTS: dict[str, type[Fault]] = {}
+
+
+def register_fault(cls: type[Fault]) -> type[Fault]:
+    """Make `cls` injectable under its label; FaultError when another class already has that label."""
+    if cls.label in FAULTS:
+        raise FaultError(f"two fault classes for {cls.label!r}: {FAULTS[cls.label].__name__} and {cls.__name__}",
+                         fix="one mechanism class per label")
+    FAULTS[cls.label] = cls
+    return cls
+
+
+for _cls in (
     LinkDown, FrrServiceDown, BgpConfigChange, BgpAsnMisconfig, BgpAclBlock, IcmpAclBlock, NftRandomLoss, TbfThrottle,
     HostMissingIp, HostIncorrectIp, HostIncorrectGateway, HostIncorrectNetmask, HostIpConflict, LinkFlap, LinkDetach,
     OspfAclBlock, OspfNeighborMissing, OspfAreaMisconfiguration,
@@ -53,7 +65,8 @@ FAULTS: dict[str, type[Fault]] = {cls.label: cls for cls in (
     HostIncorrectDns, DnsRecordError, DnsServiceDown, DnsPortBlocked,
     DhcpServiceDown, DhcpMissingSubnet, DhcpSpoofedGateway, DhcpSpoofedDns,
     LoadBalancerOverload, SenderResourceContention, ReceiverResourceContention, DnsLookupLatency,
-)}
+):
+    register_fault(_cls)
 
 
 def fault_labels() -> list[str]:

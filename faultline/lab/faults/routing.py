@@ -92,8 +92,6 @@ class FrrServiceDown(Fault):
     """`frr_service_down`: every FRR daemon of one router killed by PID."""
 
     label = "frr_service_down"
-    category = "network_node_error"
-    fault_type = "frr_service_down"
     roles = ("router",)
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
@@ -145,8 +143,6 @@ class BgpConfigChange(Fault):
     """A live BGP configuration change with its recorded inverse (`bgp_missing_route_advertisement`)."""
 
     label = "bgp_missing_route_advertisement"
-    category = "misconfiguration"
-    fault_type = "bgp_missing_route_advertisement"
     roles = ("router",)
     protocols = ("bgp",)
     host_lan = True  # a spine announces only its loopback: removing that shows no symptom (NIKA notes)
@@ -198,7 +194,6 @@ class BgpAsnMisconfig(BgpConfigChange):
     """`bgp_asn_misconfig`: the router's BGP instance re-created under AS + 600."""
 
     label = "bgp_asn_misconfig"
-    fault_type = "bgp_asn_misconfig"
     host_lan = False
 
     def change(self, block: list[str]) -> tuple[list[str], list[str]]:
@@ -225,8 +220,6 @@ class HostStaticBlackhole(Fault):
     """`host_static_blackhole`: the router's attached host subnet turned into a kernel blackhole route."""
 
     label = "host_static_blackhole"
-    category = "misconfiguration"
-    fault_type = "host_static_blackhole"
     roles = ("router",)
     host_lan = True
 

@@ -16,7 +16,7 @@ import subprocess
 
 from faultline.lab import teardown
 from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, reachability_problem, sh
-from faultline.lab.faults.link import pick_interface
+from faultline.lab.faults.interfaces import pick_interface
 from faultline.lab.state import LabState
 from faultline.lab.topology import Topology
 from faultline.network.probes import ProbeContext, run_probe
@@ -29,8 +29,6 @@ class TbfThrottle(Fault):
     """`link_bandwidth_throttling`: root tbf at 30 kbit/s on the host's eth0, loaded from another host."""
 
     label = "link_bandwidth_throttling"
-    category = "resource_contention"
-    fault_type = "link_capacity_bottleneck"
     roles = ("host",)
     symptom_timeout = 15.0
 

@@ -136,8 +136,6 @@ class HttpAclBlock(NftFilter):
     """`http_acl_block`: TCP port 80 dropped on a client host (NIKA v1 puts it on a host, GT [host])."""
 
     label = "http_acl_block"
-    category = "misconfiguration"
-    fault_type = "http_acl_block"
     roles = CLIENT_ROLES
     matches = ("tcp dport 80",)
 
@@ -170,8 +168,6 @@ class SenderApplicationDelay(WebFault):
     """`sender_application_delay`: nginx answers at `limit_rate 10k` (SUBSTITUTE, see the module doc)."""
 
     label = "sender_application_delay"
-    category = "resource_contention"
-    fault_type = "sender_resource_contention"  # v2 dropped this label; nearest v2 id
     rate: ClassVar[str] = "10k"
     symptom_timeout = 15.0
 
@@ -228,8 +224,6 @@ class WebDosAttack(WebFault):
     """`web_dos_attack`: keep-alive GET flood from the last client, in a CPU-capped cgroup; GT [victim web]."""
 
     label = "web_dos_attack"
-    category = "network_under_attack"
-    fault_type = "web_dos_attack"
     symptom_timeout = 15.0
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:

@@ -17,15 +17,20 @@ from faultline.lab.topology import Topology
 
 SIZES = ("s", "m", "l")
 
-# built-ins register here the same way any later scenario would
-SCENARIOS: dict[str, Callable[[str], Topology]] = {
-    "simple_bgp": simple_bgp.build,
-    "dc_clos_bgp": dc_clos_bgp.build,
-    "dc_clos_service": dc_clos_service.build,
-    "ospf_enterprise_static": ospf_enterprise_static.build,
-    "ospf_enterprise_dhcp": ospf_enterprise_dhcp.build,
-    "rip_small_internet": rip_small_internet.build,
-}
+SCENARIOS: dict[str, Callable[[str], Topology]] = {}
+
+
+def register_scenario(name: str, build: Callable[[str], Topology]) -> None:
+    """Add a scenario (`build(size) -> Topology`) under `name`; FaultlineError when the name is taken."""
+    if name in SCENARIOS:
+        raise FaultlineError(f"a lab scenario named {name!r} is already registered", fix="give it another name")
+    SCENARIOS[name] = build
+
+
+# built-ins register the same way any later scenario would
+for _module in (simple_bgp, dc_clos_bgp, dc_clos_service, ospf_enterprise_static, ospf_enterprise_dhcp,
+                rip_small_internet):
+    register_scenario(_module.__name__.rsplit(".", 1)[1], _module.build)
 
 
 def scenario_names() -> list[str]:
