@@ -8,7 +8,7 @@
    one, and pooled), claims with verified evidence, per-round means and deltas, seconds per incident.
    Goals (issue 7): accuracy >= 3 for >= 90 % of faulty incidents, fabricated identifiers in < 1 % of
    reports, >= 95 % of claims verified, < 10 s per incident.
-2. **ZooKeeper duplicates** (``../shared/data/tickets``): the same queries as ``bench/retrieval.py``
+2. **ZooKeeper duplicates** (``$FAULTLINE_DATA_DIR/tickets``, docs/data.md): the same queries as ``bench/retrieval.py``
    (summary + description + environment of the query ticket), run through the product's pre-fetch
    with history = tickets resolved before the query ticket was created. Recall@5 and MRR@10 of the
    plain hybrid order (the pre-fetch's candidates) against the reranked order (the batch survivors).
@@ -30,6 +30,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from faultline.datasets import configured_path, require_paths  # noqa: E402
 
 from faultline.offline import apply_offline_env  # noqa: E402
 
@@ -177,16 +179,17 @@ def _print(report: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    data = REPO.parent / "shared" / "data" / "tickets"
     parser.add_argument("--corpus", type=Path, default=REPO / "data" / "sample")
-    parser.add_argument("--tickets", type=Path, default=data / "zookeeper.jsonl")
-    parser.add_argument("--pairs", type=Path, default=data / "zookeeper_duplicates.csv")
+    parser.add_argument("--tickets", type=Path, default=configured_path("tickets", "zookeeper.jsonl"))
+    parser.add_argument("--pairs", type=Path, default=configured_path("tickets", "zookeeper_duplicates.csv"))
     parser.add_argument("--rounds", type=int, default=5, help="most judge/refine rounds per incident")
     parser.add_argument("--skip-sample", action="store_true")
     parser.add_argument("--skip-duplicates", action="store_true")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--work", type=Path, help="scratch folder (default: a temporary one)")
     args = parser.parse_args(argv)
+    if not args.skip_duplicates:
+        require_paths(parser, args, "tickets", "pairs")
     apply_offline_env()
 
     def run(work: Path) -> dict[str, Any]:

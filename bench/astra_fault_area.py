@@ -35,6 +35,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from faultline.datasets import configured_path, require_paths  # noqa: E402
+
 from faultline.offline import apply_offline_env  # noqa: E402
 
 GOAL = 0.60
@@ -180,12 +182,14 @@ def _print_report(report: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tickets", type=Path, default=REPO.parent / "shared" / "data" / "tickets" / "zookeeper.jsonl")
+    parser.add_argument("--tickets", type=Path, default=configured_path("tickets", "zookeeper.jsonl"),
+                        help="JIRA export (default: $FAULTLINE_DATA_DIR/tickets/zookeeper.jsonl)")
     parser.add_argument("--limit", type=int, help="only N query tickets, spread over the history")
     parser.add_argument("--engine", action="store_true", help="also run the full ASTRA engine per ticket")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--work", type=Path, help="scratch folder (default: a temporary one)")
     args = parser.parse_args(argv)
+    require_paths(parser, args, "tickets")
     apply_offline_env()
     if args.work:
         args.work.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_TICKETS = REPO.parent / "shared" / "data" / "tickets" / "zookeeper.jsonl"
+sys.path.insert(0, str(REPO))
+
+from faultline.datasets import configured_path, require_paths  # noqa: E402
 
 _HOSTS = [f"{role}{i}" for role in ("edge", "core", "leaf", "spine", "srv") for i in range(1, 9)]
 _PROGS = ["bgpd", "ospfd", "zebra", "sshd", "kernel", "dnsmasq", "nginx", "systemd", "cron"]
@@ -93,13 +95,15 @@ def _run_phase(kind: str, path: Path, db: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lines", type=int, default=1_000_000, help="syslog lines to generate")
-    parser.add_argument("--tickets", type=Path, default=DEFAULT_TICKETS, help="JIRA-style ticket export")
+    parser.add_argument("--tickets", type=Path, default=configured_path("tickets", "zookeeper.jsonl"),
+                        help="JIRA-style ticket export (default: $FAULTLINE_DATA_DIR/tickets/zookeeper.jsonl)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--phase", nargs=3, metavar=("KIND", "PATH", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
         _phase(*args.phase)
         return
+    require_paths(parser, args, "tickets")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         log = work / "generated.log"

@@ -35,9 +35,11 @@ import polars as pl
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "logs" / "iosxr" / "bgpclear"
+
+from faultline.datasets import configured_path, require_paths  # noqa: E402
+
 EVENT_LINE = r"ADJCHANGE|ADJCHG|-UPDOWN\b|FAULT_|ALARM"
-NO_EVIDENCE_NOTE = ("no event line on the device in the window (the data README: the casedata row names "
+NO_EVIDENCE_NOTE = ("no event line on the device in the window (docs/data.md: the casedata row names "
                     "this device, but its log shows no clear then)")
 
 
@@ -148,12 +150,14 @@ def summary(results: list[EventResult], cap: int = 2000) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with logs/ and events.csv")
+    parser.add_argument("--data", type=Path, default=configured_path("logs", "iosxr", "bgpclear"),
+                        help="folder with logs/ and events.csv (default: $FAULTLINE_DATA_DIR/logs/iosxr/bgpclear)")
     parser.add_argument("--slack", type=float, default=60.0, help="seconds before the event start")
     parser.add_argument("--clock-offset", action="append", default=None,
                         help="DEVICE=HOURS its clock runs ahead (default leaf4=7)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args()
+    require_paths(parser, args, "data")
     from faultline.offline import apply_offline_env
 
     apply_offline_env()

@@ -8,7 +8,7 @@ its ground-truth group; the ground truth is grouped by `EventTemplate` of the st
 
     .venv/bin/python bench/log_templates.py [--data DIR] [--per-system-drain] [--json]
 
-`--data` takes any folder laid out like `../shared/data/logs/loghub2k/` (`settings.json` plus
+`--data` takes any folder laid out like `$FAULTLINE_DATA_DIR/logs/loghub2k/` (docs/data.md) (`settings.json` plus
 per-system folders). `--per-system-drain` uses each system's published Drain `st`/`depth` instead
 (the per-system setup behind the published numbers), with the same masks.
 """
@@ -27,7 +27,9 @@ import polars as pl
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "logs" / "loghub2k"
+
+from faultline.datasets import configured_path, require_paths  # noqa: E402
+
 ANCHOR_MEAN_GA = 0.865  # published Drain mean GA over the 16 systems (logparser README)
 
 
@@ -224,13 +226,16 @@ def _print(report: dict) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with settings.json")
+    parser.add_argument("--data", type=Path, default=configured_path("logs", "loghub2k"),
+                        help="folder with settings.json (default: $FAULTLINE_DATA_DIR/logs/loghub2k)")
     parser.add_argument("--per-system-drain", action="store_true", help="use each system's st/depth")
     parser.add_argument("--system", action="append", help="only this system (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--throughput", type=int, metavar="LINES",
                         help="instead: time mining on LINES generated syslog-like messages")
     args = parser.parse_args(argv)
+    if not args.throughput:
+        require_paths(parser, args, "data")
     if args.throughput:
         figures = throughput(args.throughput)
         print(json.dumps(figures, indent=2) if args.json else "\n".join(

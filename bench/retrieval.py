@@ -2,8 +2,8 @@
 
 Tickets go into a scratch DuckDB via the ingest API, the ticket index is built with
 ``sync_index`` and every query is a ``search`` call. Ground truth: the pairs of
-``zookeeper_duplicates.csv`` with both tickets in the corpus. Against leakage (data README
-§3) a query is the ticket's summary + description + environment only (no comments, links or
+``zookeeper_duplicates.csv`` with both tickets in the corpus. Against leakage
+(docs/data.md) a query is the ticket's summary + description + environment only (no comments, links or
 resolution), and it searches only tickets created strictly before it (a Lance prefilter on
 ``created_at``), never itself. Reports Recall@1/5/10 and MRR@10 (reciprocal rank of the first
 duplicate within the top 10, 0 when absent) per mode, plus index and query timings (queries/s
@@ -28,6 +28,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from faultline.datasets import configured_path, require_paths  # noqa: E402
 
 from faultline.offline import apply_offline_env  # noqa: E402
 
@@ -147,12 +149,12 @@ def _print_report(report: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    data = REPO.parent / "shared" / "data" / "tickets"
-    parser.add_argument("--tickets", type=Path, default=data / "zookeeper.jsonl")
-    parser.add_argument("--pairs", type=Path, default=data / "zookeeper_duplicates.csv")
+    parser.add_argument("--tickets", type=Path, default=configured_path("tickets", "zookeeper.jsonl"))
+    parser.add_argument("--pairs", type=Path, default=configured_path("tickets", "zookeeper_duplicates.csv"))
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--work", type=Path, help="scratch folder (default: a temporary one)")
     args = parser.parse_args(argv)
+    require_paths(parser, args, "tickets", "pairs")
     apply_offline_env()
     if args.work:
         args.work.mkdir(parents=True, exist_ok=True)

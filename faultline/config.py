@@ -149,6 +149,11 @@ class Settings(BaseSettings):
         None, description="Folder the nightly run writes the static dashboards to (default: `dashboards/` beside "
         "the warehouse file)."
     )
+    data_dir: Path | None = Field(
+        None, description="Folder of the public data sets the tests and benchmarks read (Loghub-2k, IOS-XR logs, "
+        "ZooKeeper tickets, FRR docs, RFCs), filled by scripts/fetch_data.sh (docs/data.md). Unset: tests that "
+        "need them are skipped and benchmarks that need them stop and say so."
+    )
 
     @classmethod
     def settings_customise_sources(
