@@ -26,7 +26,7 @@ import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from faultline.config import Settings
 from faultline.corpus.spec import IncidentSpec, Suite
@@ -42,7 +42,7 @@ class IncidentResult:
     """What generating one incident did."""
 
     incident_id: str
-    status: str  # valid | invalid
+    status: Literal["valid", "invalid"]
     reason: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
     sizes: dict[str, int] = field(default_factory=dict)

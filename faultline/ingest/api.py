@@ -31,7 +31,7 @@ class FileReport:
 
     path: str
     kind: str
-    status: str  # ingested | unchanged | failed
+    status: Literal["ingested", "unchanged", "failed"]
     records_in: int = 0
     accepted: int = 0
     quarantined: int = 0

@@ -10,6 +10,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from faultline.network.devices import Device
 
@@ -34,7 +35,7 @@ class LabState:
     size: str
     run_dir: str
     started_at: str
-    status: str = "building"  # building | healthy | failed
+    status: Literal["building", "healthy", "failed"] = "building"
     namespaces: list[str] = field(default_factory=list)
     device_list: list[Device] = field(default_factory=list)
     processes: list[LabProcess] = field(default_factory=list)

@@ -13,7 +13,7 @@ from typing import Any
 from faultline.network import validate as v
 from faultline.network.device_probes import ping
 from faultline.network.devices import Device
-from faultline.network.records import Record
+from faultline.network.records import PingStatus, Record
 from faultline.network.registry import ProbeContext, ProbeOutput, register
 
 END_HOST_ROLES = frozenset({"host", "client", "server", "web", "dns", "dhcp", "lb"})
@@ -30,7 +30,7 @@ class ReachabilityRow(Record):
     rx: int
     loss: float
     rtt: float | None
-    status: str  # ok | loss | unreachable | timeout | error
+    status: PingStatus
     error: str | None = None
 
 

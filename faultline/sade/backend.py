@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from faultline.network.devices import Device
 from faultline.network.probes import ProbeContext, ProbeOutput, run_probe
@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 
 @dataclass
 class Backend:
-    """A network to diagnose. `kind` is snapshot | lab | mcp."""
+    """A network to diagnose."""
 
-    kind: str
+    kind: Literal["snapshot", "lab", "mcp"]
     ctx: ProbeContext
     baseline_ctx: ProbeContext | None = None
     scenario: str | None = None
