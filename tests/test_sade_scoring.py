@@ -1,4 +1,4 @@
-"""NIKA scoring with hand-computed cases (notes §D.3 v1, §D.4 v2)."""
+"""NIKA scoring with hand-computed cases (docs/nika.md#scoring-v1, #scoring-v2, #worked-examples)."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ def render_bgp(topo: Topology, router: str) -> str:
     for local, remote in topo.neighbours(router):
         peer = remote.address.split("/")[0]
         lines += [f" neighbor {peer} remote-as {topo.nodes[remote.node].asn}",
-                  # fast timers: a lab converges in seconds (notes: 3/9 above ~150 routers)
+                  # fast timers: a lab converges in seconds (above ~150 routers use 3/9: docs/lab.md#routing-timers)
                   f" neighbor {peer} timers 1 3", f" neighbor {peer} timers connect 2",
                   f" neighbor {peer} advertisement-interval 0"]
     lines += [" address-family ipv4 unicast", f"  network {node.loopback}"]
@@ -88,7 +88,7 @@ def render_ospf(topo: Topology, router: str) -> str:
     lans = _lan_gateways(topo, router)
     for ifname, _, _ in lans:
         lines += [f"interface {ifname}", " ip ospf passive", "!"]
-    # fast SPF/LSA throttles: adjacencies Full in ~1 s instead of ~6 s (notes §4)
+    # fast SPF/LSA throttles: adjacencies Full in ~1 s instead of ~6 s (docs/lab.md#routing-timers)
     lines += ["router ospf", f" ospf router-id {node.loopback.split('/')[0]}",
               " timers throttle spf 0 50 500", " timers throttle lsa all 0", " timers lsa min-arrival 0",
               f" network {node.loopback} area {node.area}"]

@@ -1,4 +1,4 @@
-"""NIKA v1's agent tools (notes §C.1) over a Faultline backend, as plain functions.
+"""NIKA v1's agent tools (docs/nika.md#nika-v1-mcp-servers) over a Faultline backend, as plain functions.
 
 `LabSession` answers every tool through the probe API of one `Backend` (the running lab or a
 recorded snapshot), so each call is validated and read-only. Errors never raise: they come back as

@@ -3,7 +3,7 @@
 Each expectation names a GX expectation type, its arguments, and the reason shown to the user
 when a record fails it. Argument values written ``$name`` are taken from the settings
 (e.g. ``$max_line_bytes``). Validation runs on the pandas engine: GX through SQLAlchemy on
-DuckDB silently fails every expectation (notes/stack.md §9.2).
+DuckDB silently fails every expectation (docs/dependencies.md#great-expectations-on-duckdb).
 """
 
 from __future__ import annotations

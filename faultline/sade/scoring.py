@@ -1,9 +1,9 @@
 """NIKA scoring of network diagnoses: detection, localization and RCA (v1), joint root causes (v2).
 
-v1 (notes §D.3): detection is 1 when the submitted `is_anomaly` equals the truth; localization and
+v1 (docs/nika.md#scoring-v1): detection is 1 when the submitted `is_anomaly` equals the truth; localization and
 RCA compare the submitted device and label sets with the truth's by exact string match:
 tp = |S ∩ G|, precision = tp/|S|, recall = tp/|G|, F1 their harmonic mean, accuracy = recall.
-v2 (§D.4): the same formulas over (resource_id, fault_type) pairs (joint), over resource ids
+v2 (docs/nika.md#scoring-v2): the same formulas over (resource_id, fault_type) pairs (joint), over resource ids
 (localization) and over fault types. Duplicates are ignored (sets); values are rounded to 4 decimals.
 A missing submission scores -1 on every metric; means count -1 as 0 (SADE's reporting convention).
 

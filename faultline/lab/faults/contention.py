@@ -3,7 +3,7 @@
 NIKA v1 runs a stress-ng "all" mix (cpu, iomix, sock, hdd, vm at 75 % of memory) inside the node's
 container; v2 caps the container at 0.02-0.05 CPU and runs stress-ng in it. A network namespace is
 no container: a bare stress-ng in it loads the whole 2-core machine and every node slows down
-(notes/netlab.md §6 row 17). So the node gets a container-like CPU cap (PARTIAL/SUBSTITUTE):
+(docs/lab.md#namespaces-isolate-only-the-network). So the node gets a container-like CPU cap (PARTIAL/SUBSTITUTE):
 
 1. a cgroup v1 `cpu` group `/sys/fs/cgroup/cpu/faultline_cpu_<fault id>` capped at 5 % of one CPU
    (cfs quota 5 ms per 100 ms period);

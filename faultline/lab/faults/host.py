@@ -2,7 +2,7 @@
 
 Every mechanism records the host's eth0 addresses and gateway routes before touching them, and
 recovery puts exactly those back (`ip addr flush` + re-add, `ip route replace`), so undoing twice, or
-undoing a fault somebody already repaired, is harmless. Values follow NIKA v1 (notes §A.2 / §G):
+undoing a fault somebody already repaired, is harmless. Values follow NIKA v1 (docs/nika.md#the-v1-label-table, docs/lab.md#host-faults):
 
 * `host_missing_ip`: the address deleted (the default route goes with it).
 * `host_incorrect_ip`: address replaced by 10.2.1.x/24 (x seeded), default via 10.2.1.1.
@@ -11,7 +11,7 @@ undoing a fault somebody already repaired, is harmless. Values follow NIKA v1 (n
 * `host_ip_conflict`: host B (the target) takes host A's address (A seeded among the other hosts)
   and a default route via A's gateway; ground truth names both.
 
-`host_crash` (partial, §G: there is no container to kill): every process in the host's namespace is
+`host_crash` (partial, docs/lab.md#host-faults: there is no container to kill): every process in the host's namespace is
 killed by PID and the far end of each of its veths is set down from outside, so the host goes silent
 (its interfaces lose carrier). Recover sets the far ends up again and starts the host's lab service
 afresh (a DHCP host's udhcpc), as a rebooted host would; the record lists what was killed.

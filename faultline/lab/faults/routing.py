@@ -1,8 +1,8 @@
 """Routing faults on FRR routers: the whole instance stopped, and live BGP misconfigurations.
 
 * `FrrServiceDown` (`frr_service_down`): every daemon of the router's FRR instance is killed by PID
-  (§G: SADE's verified method; v1's `systemctl stop frr` has no systemd here). Recovery starts the
-  daemons again with the lab's own command line and records the new PIDs in the state.
+  (SADE's verified method; v1's `systemctl stop frr` has no systemd here: docs/lab.md#routing-faults).
+  Recovery starts the daemons again with the lab's own command line and records the new PIDs in the state.
 * `BgpConfigChange`: a change through `vtysh conf t` whose inverse is recorded, for
   `bgp_missing_route_advertisement` (`no network ...` for every announced prefix) and
   `bgp_asn_misconfig` (the `router bgp` block re-created under AS + 600, since an ASN cannot be
@@ -145,7 +145,7 @@ class BgpConfigChange(Fault):
     label = "bgp_missing_route_advertisement"
     roles = ("router",)
     protocols = ("bgp",)
-    host_lan = True  # a spine announces only its loopback: removing that shows no symptom (NIKA notes)
+    host_lan = True  # a spine announces only its loopback: removing that shows no symptom (docs/lab.md#routing-faults)
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         block = self.block(vtysh(state, rec.target, "show running-config"))

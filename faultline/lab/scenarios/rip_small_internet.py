@@ -3,7 +3,7 @@
 `internal` routers in a full mesh, each fronting one host `host_<i>`; a `gateway_router` attached
 to every internal router; `external` routers attached to the gateway, each fronting a bridged LAN
 of `servers` web servers `web_server_<e>_<i>`. RIPv2 everywhere. NIKA's wiring of the gateway is
-not in the notes: attaching it to every internal router is our choice.
+not in NIKA's description (docs/lab.md#scenarios): attaching it to every internal router is our choice.
 
 The web servers run nginx (NIKA: Apache). Not built: the WireGuard VPN (`vpn_server_1`;
 web_server_1_1/1_2 reachable only over it). Node counts: NIKA's minus the VPN server, s 8, m 19, l 53.
