@@ -1,8 +1,9 @@
 """Step 1 — the initial scan: reachability matrix and a service canary, classified into symptoms and leads.
 
 Symptoms follow SADE's rules: loss, timeout, unreachable, refused, DNS failure or wrong answer and
-HTTP errors count; latency alone does not unless a baseline shows it is new. Rows without a result
-(`error`) are re-tested with a direct ping before they count. Leads are the devices the symptom
+HTTP errors count; latency alone does not unless a baseline shows it is new. Rows without any result
+(`error`, nothing received) are not symptoms: the matrix could not test the pair, which says nothing
+about the network (SADE's `unknown` rule). Leads are the devices the symptom
 pattern points at, most likely owner first: a device isolated from everyone, the shared gateway of a
 group of isolated devices, a device with partial loss, a web server whose URL fails.
 """
@@ -42,7 +43,7 @@ def initial_scan(s: Session) -> Symptoms:
         rows = out.record.rows
         for r in rows:
             if r.status == "error" and r.rx == 0:
-                continue  # no result at all: not a symptom until a direct re-test (SADE's `unknown` rule)
+                continue  # no result at all: untested, not a symptom (SADE's `unknown` rule)
             if r.status != "ok":
                 sym.failing.append((r.src, r.dst, r.status))
         _pair_leads(s, rows, sym)
