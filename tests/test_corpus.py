@@ -12,9 +12,9 @@ import pytest
 
 from faultline.corpus.spec import load_suite, suite_names
 from faultline.errors import FaultlineError
-from tests.labhelpers import lab_namespaces, require_root
+from tests.labfixtures import lab_dir, lab_fixture, lab_namespaces, settings_for, wait_until_no_lab
 
-LAB_DIR = Path(f"/tmp/faultline-lab-corpus-{os.getpid()}")
+LAB_DIR = lab_dir("corpus")
 
 
 def _suite_file(tmp_path: Path, text: str) -> Path:
@@ -62,19 +62,20 @@ incidents:
 """
 
 
-@pytest.fixture(scope="module")
+@lab_fixture
 def corpus(tmp_path_factory):
-    from faultline.config import Settings
+    """The suite above generated on real labs (one at a time): (corpus folder, results by incident id)."""
     from faultline.corpus.generate import generate_suite
 
-    require_root()
+    wait_until_no_lab()
     out = tmp_path_factory.mktemp("corpus")
     suite = load_suite(_suite_file(tmp_path_factory.mktemp("suite"), SUITE))
-    results = generate_suite(suite, out, Settings(lab_dir=LAB_DIR, progress=False))
+    results = generate_suite(suite, out, settings_for(LAB_DIR))
     assert not lab_namespaces(), "the generator left a lab behind"
     return out, {r.incident_id: r for r in results}
 
 
+@pytest.mark.lab
 def test_valid_incidents_have_every_artifact_and_the_truth_of_their_spec(corpus):
     out, results = corpus
     assert [results[i].status for i in ("ci-001", "ci-002", "ci-003")] == ["valid"] * 3
@@ -91,6 +92,7 @@ def test_valid_incidents_have_every_artifact_and_the_truth_of_their_spec(corpus)
     assert down["categories"] == ["link_failure"] and down["resolution"]
 
 
+@pytest.mark.lab
 def test_tickets_are_symptom_level_and_open(corpus):
     out, _ = corpus
     for incident, hidden in (("ci-002", ("link_down", "link", "pc1")), ("ci-003", ("bgp", "acl", "router1", "179"))):
@@ -101,6 +103,7 @@ def test_tickets_are_symptom_level_and_open(corpus):
             assert word not in text, (incident, word, text)
 
 
+@pytest.mark.lab
 def test_a_fault_the_lab_cannot_inject_makes_an_invalid_incident_with_its_reason(corpus):
     out, results = corpus
     assert results["ci-004"].status == "invalid"
@@ -109,6 +112,7 @@ def test_a_fault_the_lab_cannot_inject_makes_an_invalid_incident_with_its_reason
     assert not (out / "ci-004" / "ticket.json").exists()
 
 
+@pytest.mark.lab
 def test_ingest_loads_the_corpus_idempotently_and_quarantines_the_invalid_one(corpus, conn, settings):
     from faultline.ingest.incidents import ingest_incidents
 
@@ -131,6 +135,7 @@ def test_ingest_loads_the_corpus_idempotently_and_quarantines_the_invalid_one(co
     assert truth == (["bgp_acl_block"], ["router1"])
 
 
+@pytest.mark.lab
 def test_a_snapshot_replays_without_root_to_the_recorded_records(corpus):
     """The replay runs in a child that dropped root (uid nobody) and has no lab to talk to."""
     from faultline.network import snapshot

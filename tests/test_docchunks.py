@@ -10,14 +10,11 @@ import pytest
 
 from faultline.errors import FaultlineError
 from faultline.ingest.docchunks import BadDocRecord, Chunk, chunk_document, detect_doc_format
+from tests.datafiles import data_files
 
-ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT.parent / "shared" / "data" / "docs"
-FRR_RST = sorted((DOCS / "frr" / "user").glob("*.rst")) + sorted((DOCS / "frr" / "manpages").glob("*.rst"))
-RFCS = sorted((DOCS / "rfcs").glob("rfc*.txt"))
-ERRORS = DOCS / "frr_errors.jsonl"
-
-needs_data = pytest.mark.usefixtures("shared_data")  # fails, never skips, without ../shared
+# paths relative to data_dir, from docs/data.md: the cases exist (and skip) without the data
+FRR_RST = data_files("docs/frr/user/", ".rst") + data_files("docs/frr/manpages/", ".rst")
+RFCS = data_files("docs/rfcs/", ".txt")
 
 _FOOTER = re.compile(r"\[Page\s+[0-9ivxlc]+\]\s*$", re.I)
 _RFC_HEADER = re.compile(r"^RFC \d+\s{2,}.*\s{2,}\w+ \d{4}$")
@@ -37,6 +34,12 @@ def chunk_tokens(chunks: list[Chunk]) -> set[str]:
     for chunk in chunks:
         found |= tokens(chunk.text) | tokens(" ".join(chunk.section_path))
     return found
+
+
+@pytest.fixture
+def docs(data_dir: Path) -> Path:
+    """The documentation part of the data sets."""
+    return data_dir / "docs"
 
 
 def assert_well_formed(chunks: list[Chunk], max_chars: int = 2000) -> None:
@@ -78,12 +81,26 @@ def test_empty_document_gives_no_chunks(fmt: str, text: str) -> None:
     assert chunk_document(text, fmt=fmt, doc_name="empty") == []
 
 
+def test_the_manifest_lists_every_document_case() -> None:
+    # an empty list would make pytest skip the parametrised tests below ("empty parameter set")
+    assert len(data_files("docs/frr/user/", ".rst")) == 59 and len(data_files("docs/frr/manpages/", ".rst")) == 27
+    assert len(RFCS) == 16 and "docs/rfcs/rfc4271.txt" in RFCS
+
+
+@pytest.mark.data
+def test_the_data_folder_holds_exactly_the_listed_documents(data_dir: Path) -> None:
+    """The lists above stand in for globs over the folder: they must name the same files."""
+    globs = ("docs/frr/user/*.rst", "docs/frr/manpages/*.rst", "docs/rfcs/*.txt")
+    on_disk = [p.relative_to(data_dir).as_posix() for pattern in globs for p in sorted(data_dir.glob(pattern))]
+    assert on_disk == FRR_RST + RFCS
+
+
 # --- FRR reStructuredText -------------------------------------------------------------------
 
 
-@needs_data
-def test_frr_bgp_rst_sections_and_commands() -> None:
-    chunks = chunk_file(DOCS / "frr" / "user" / "bgp.rst")
+@pytest.mark.data
+def test_frr_bgp_rst_sections_and_commands(docs: Path) -> None:
+    chunks = chunk_file(docs / "frr" / "user" / "bgp.rst")
     assert_well_formed(chunks)
     assert {c.section_path[0] for c in chunks} == {"BGP"}
     paths = {c.section_path for c in chunks}
@@ -102,11 +119,11 @@ def test_frr_bgp_rst_sections_and_commands() -> None:
     assert "described in RFC 1771 and updated by\nRFC 4271" in texts
 
 
-@needs_data
-def test_frr_every_clicmd_is_kept() -> None:
+@pytest.mark.data
+def test_frr_every_clicmd_is_kept(data_dir: Path) -> None:
     source_commands = 0
     chunk_commands: list[str] = []
-    for path in FRR_RST:
+    for path in (data_dir / rel for rel in FRR_RST):
         text = path.read_text(encoding="utf-8")
         source_commands += len(re.findall(r"^\s*\.\. clicmd::", text, re.M))
         chunk_commands += [line for c in chunk_file(path) for line in c.text.split("\n")
@@ -114,9 +131,10 @@ def test_frr_every_clicmd_is_kept() -> None:
     assert source_commands == 1875 == len(chunk_commands)
 
 
-@needs_data
-@pytest.mark.parametrize("path", FRR_RST, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_every_frr_rst_file_chunks(path: Path) -> None:
+@pytest.mark.data
+@pytest.mark.parametrize("rel", FRR_RST, ids=lambda rel: rel.removeprefix("docs/frr/"))
+def test_every_frr_rst_file_chunks(data_dir: Path, rel: str) -> None:
+    path = data_dir / rel
     chunks = chunk_file(path)
     assert_well_formed(chunks)
     for c in chunks:
@@ -156,11 +174,11 @@ def _rst_content_tokens(text: str) -> set[str]:
     return tokens(body)
 
 
-@needs_data
+@pytest.mark.data
 @pytest.mark.parametrize("name", ["user/bgp.rst", "user/zebra.rst", "user/ospfd.rst", "user/about.rst",
                                   "manpages/frr-bgpd.rst"])
-def test_frr_rst_content_is_preserved(name: str) -> None:
-    path = DOCS / "frr" / name
+def test_frr_rst_content_is_preserved(docs: Path, name: str) -> None:
+    path = docs / "frr" / name
     chunks = chunk_file(path)
     source = _rst_content_tokens(path.read_text(encoding="utf-8"))
     missing = source - chunk_tokens(chunks)
@@ -172,9 +190,9 @@ def test_frr_rst_content_is_preserved(name: str) -> None:
 # --- RFCs -----------------------------------------------------------------------------------
 
 
-@needs_data
-def test_rfc4271_title_sections_and_no_page_furniture() -> None:
-    chunks = chunk_file(DOCS / "rfcs" / "rfc4271.txt")
+@pytest.mark.data
+def test_rfc4271_title_sections_and_no_page_furniture(docs: Path) -> None:
+    chunks = chunk_file(docs / "rfcs" / "rfc4271.txt")
     assert_well_formed(chunks)
     assert chunks[0].section_path[0] == "A Border Gateway Protocol 4 (BGP-4)"
     open_msg = [c for c in chunks if c.section_path[-1] == "4.2 OPEN Message Format"]
@@ -191,10 +209,10 @@ def test_rfc4271_title_sections_and_no_page_furniture() -> None:
             assert not _FOOTER.search(line) and not _RFC_HEADER.match(line.strip()), line
 
 
-@needs_data
-def test_rfc_text_is_joined_across_page_breaks() -> None:
+@pytest.mark.data
+def test_rfc_text_is_joined_across_page_breaks(docs: Path) -> None:
     """A sentence cut by a page break reads on in one chunk, with the furniture gone."""
-    path = DOCS / "rfcs" / "rfc4271.txt"
+    path = docs / "rfcs" / "rfc4271.txt"
     lines = path.read_text(encoding="utf-8").split("\n")
     chunk_lines = [[line.strip() for line in c.text.split("\n")] for c in chunk_file(path)]
     checked = 0
@@ -211,9 +229,10 @@ def test_rfc_text_is_joined_across_page_breaks() -> None:
     assert checked > 20
 
 
-@needs_data
-@pytest.mark.parametrize("path", RFCS, ids=lambda p: p.name)
-def test_every_rfc_chunks_without_furniture_and_keeps_its_words(path: Path) -> None:
+@pytest.mark.data
+@pytest.mark.parametrize("rel", RFCS, ids=lambda rel: Path(rel).name)
+def test_every_rfc_chunks_without_furniture_and_keeps_its_words(data_dir: Path, rel: str) -> None:
+    path = data_dir / rel
     chunks = chunk_file(path)
     assert_well_formed(chunks)
     assert len({c.section_path for c in chunks}) > 5, "numbered or named sections are found"
@@ -228,15 +247,15 @@ def test_every_rfc_chunks_without_furniture_and_keeps_its_words(path: Path) -> N
     assert len(missing) <= 3, sorted(missing)
 
 
-@needs_data
+@pytest.mark.data
 @pytest.mark.parametrize(("name", "title", "section"), [
     ("rfc2328.txt", "OSPF Version 2", ("1 Introduction", "1.1 Protocol overview")),
     ("rfc791.txt", "INTERNET PROTOCOL", ("3 SPECIFICATION", "3.1 Internet Header Format")),
     ("rfc792.txt", "INTERNET CONTROL MESSAGE PROTOCOL", ("Destination Unreachable Message",)),
     ("rfc1034.txt", "DOMAIN NAMES - CONCEPTS AND FACILITIES", ("4 NAME SERVERS", "4.3 Name server internals", "4.3.2 Algorithm")),
 ])
-def test_rfc_heading_styles(name: str, title: str, section: tuple[str, ...]) -> None:
-    chunks = chunk_file(DOCS / "rfcs" / name)
+def test_rfc_heading_styles(docs: Path, name: str, title: str, section: tuple[str, ...]) -> None:
+    chunks = chunk_file(docs / "rfcs" / name)
     assert chunks[0].section_path[0] == title
     assert (title, *section) in {c.section_path for c in chunks}
 
@@ -244,10 +263,11 @@ def test_rfc_heading_styles(name: str, title: str, section: tuple[str, ...]) -> 
 # --- FRR error catalogue (JSONL) --------------------------------------------------------------
 
 
-@needs_data
-def test_frr_errors_one_chunk_per_record() -> None:
-    chunks = chunk_file(ERRORS)
-    records = [json.loads(line) for line in ERRORS.read_text(encoding="utf-8").splitlines() if line.strip()]
+@pytest.mark.data
+def test_frr_errors_one_chunk_per_record(docs: Path) -> None:
+    errors = docs / "frr_errors.jsonl"
+    chunks = chunk_file(errors)
+    records = [json.loads(line) for line in errors.read_text(encoding="utf-8").splitlines() if line.strip()]
     assert len(chunks) == len(records) == 343
     assert_well_formed(chunks)
     first = chunks[0]

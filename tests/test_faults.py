@@ -1,16 +1,14 @@
 """Fault injection: registry and catalogue (pure), then inject → verify → recover on a real simple_bgp lab.
 
-The lab tests need root; they fail (never skip) without it. One lab is shared by the module and
-always torn down at the end (by its state file only: another lab on this machine is left alone).
+The lab tests (marked `lab`) need root. One lab is shared by the module and always torn down at the
+end (by its state file only: another lab on this machine is left alone).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -18,14 +16,10 @@ from faultline.lab import faults
 from faultline.lab.faults.base import FaultError, FaultNotVerified
 from faultline.nika.labels import CATEGORIES
 from faultline.nika.labels import catalogue
-from faultline.lab.namespaces import namespace_name
 from faultline.lab.scenarios import build_topology
-from faultline.lab.state import LabState
-from faultline.network.devices import Device
-from tests.labhelpers import lab_namespaces, require_root, wait_until_no_lab
+from tests.labfixtures import lab_dir, lab_namespaces, module_lab, offline_state
 
-LAB_DIR = Path(f"/tmp/faultline-lab-faults-{os.getpid()}")  # parents world-searchable (FRR runs as frr)
-OUR_NAMESPACES = {namespace_name(n) for n in build_topology("simple_bgp", "s").nodes}
+LAB_DIR = lab_dir("faults")
 
 # label -> target used by the lab tests (explicit, so timings do not depend on a draw)
 CASES = [
@@ -64,13 +58,6 @@ CONTENTION_LABELS = {"load_balancer_overload", "sender_resource_contention", "re
 WEB_LABELS = {"http_acl_block", "sender_application_delay", "web_dos_attack", "incast_traffic_network_limitation"}
 
 
-def _offline_state() -> LabState:
-    topo = build_topology("simple_bgp", "s")
-    state = LabState(scenario="simple_bgp", size="s", run_dir="/nonexistent", started_at="", status="healthy")
-    state.device_list = [Device(n.name, n.role, namespace_name(n.name), n.addresses) for n in topo.nodes.values()]
-    return state
-
-
 # --- pure -------------------------------------------------------------------------------------
 
 
@@ -90,7 +77,7 @@ def test_catalogue_covers_nikas_v1_labels_and_the_registry():
 
 
 def test_target_choice_is_seeded_and_checked():
-    state = _offline_state()
+    state = offline_state("simple_bgp")
     topo = build_topology("simple_bgp", "s")
     for label in sorted(label for label in faults.fault_labels() if faults.applicable(label, topo)):
         picks = {faults.choose_target(state, label, seed) for seed in range(12)}
@@ -107,37 +94,14 @@ def test_target_choice_is_seeded_and_checked():
 
 
 def test_ground_truth_of_a_quiet_lab_is_no_anomaly():
-    truth = faults.ground_truth(_offline_state())
+    truth = faults.ground_truth(offline_state("simple_bgp"))
     assert truth["v1"]["is_anomaly"] is False and truth["v2"] == [] and truth["faults"] == []
 
 
 # --- a real lab -------------------------------------------------------------------------------
 
 
-def _lab_namespaces() -> set[str]:
-    return set(lab_namespaces())
-
-
-@pytest.fixture(scope="module")
-def lab_settings():
-    from faultline.config import Settings
-
-    return Settings(lab_dir=LAB_DIR, progress=False)
-
-
-@pytest.fixture(scope="module")
-def lab(lab_settings):
-    """(state, probe context) of one simple_bgp lab (size s); torn down at the end whatever happens."""
-    from faultline.lab import lifecycle as netlab
-
-    require_root()
-    wait_until_no_lab()
-    try:
-        state = netlab.up("simple_bgp", "s", lab_settings, timeout=30)
-        yield state, netlab.probe_context(state, lab_settings)
-    finally:
-        netlab.down(lab_settings)
-        assert not (_lab_namespaces() & OUR_NAMESPACES)
+lab = module_lab("simple_bgp", LAB_DIR, timeout=30)  # (state, probe context), torn down whatever happens
 
 
 def _assert_healthy(ctx) -> None:
@@ -162,6 +126,7 @@ def _assert_truth_shape(rec, label: str, target: str) -> None:
     assert rec.mechanism
 
 
+@pytest.mark.lab
 @pytest.mark.parametrize("label,target", CASES)
 def test_inject_verify_recover(lab, label, target):
     state, ctx = lab
@@ -182,9 +147,10 @@ def test_inject_verify_recover(lab, label, target):
 
         assert not helper_alive(rec.params["helper_pid"], rec.params["helper_marker"])
     if label == "link_detach":
-        assert rec.params["park"] not in _lab_namespaces() and rec.params["park"] not in state.namespaces
+        assert rec.params["park"] not in lab_namespaces() and rec.params["park"] not in state.namespaces
 
 
+@pytest.mark.lab
 def test_host_fault_repaired_by_hand_is_not_verified(lab):
     state, ctx = lab
     rec = faults.inject(state, "host_incorrect_gateway", "pc2")
@@ -197,6 +163,7 @@ def test_host_fault_repaired_by_hand_is_not_verified(lab):
     _assert_healthy(ctx)
 
 
+@pytest.mark.lab
 def test_verify_raises_when_the_artifact_was_removed(lab):
     state, ctx = lab
     rec = faults.inject(state, "icmp_acl_block", "pc2")
@@ -218,6 +185,7 @@ def test_verify_raises_when_the_artifact_was_removed(lab):
     _assert_healthy(ctx)
 
 
+@pytest.mark.lab
 def test_two_faults_at_once(lab):
     state, ctx = lab
     first = faults.inject(state, "frr_service_down", "router2")
@@ -237,6 +205,7 @@ def test_two_faults_at_once(lab):
     assert all(alive(p.pid) for p in state.processes)
 
 
+@pytest.mark.lab
 def test_cli_inject_verify_recover(lab, run_cli, capsys, monkeypatch):
     monkeypatch.setenv("FAULTLINE_LAB_DIR", str(LAB_DIR))
     state, ctx = lab

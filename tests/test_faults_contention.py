@@ -5,7 +5,7 @@ Pure tests first: the netlink messages of the NFQUEUE impairer and of the cgroup
 inject → verify → recover on one ospf_enterprise_dhcp lab (it has a load balancer, web servers,
 DHCP hosts and a DNS server), that a fault repaired by hand is not verified, that the cap stays on
 its node, and that `lab down` with faults still injected leaves no cgroup and no helper behind.
-Root only (fail, never skip).
+The lab tests (marked `lab`) need root.
 """
 
 from __future__ import annotations
@@ -24,16 +24,15 @@ from faultline.lab.faults import cgroup_join, nfqueue_delay
 from faultline.lab.faults.base import FaultNotVerified, helper_alive
 from faultline.nika.labels import catalogue
 from faultline.lab.faults.contention import CPU_ROOT, PREFIX, http_median_ms
-from faultline.lab.namespaces import namespace_name
 from faultline.lab.scenarios import build_topology
 from faultline.lab.state import LabState
 from faultline.network import parse_cgroup as pc
 from faultline.network.devices import Device, StaticDirectory
 from faultline.network.probes import ProbeContext, ProbeError, run_probe
 from faultline.network.runner import CommandResult
-from tests.labhelpers import lab_namespaces, require_root, wait_until_no_lab
+from tests.labfixtures import lab_dir, module_lab, offline_state, settings_for
 
-LAB_DIR = Path(f"/tmp/faultline-lab-contention-{os.getpid()}")  # parents world-searchable (FRR runs as frr)
+LAB_DIR = lab_dir("contention")
 SCENARIO = "ospf_enterprise_dhcp"
 LABELS = ("load_balancer_overload", "sender_resource_contention", "receiver_resource_contention",
           "dns_lookup_latency")
@@ -43,13 +42,6 @@ CASES = [
     ("receiver_resource_contention", "host_2_1_1_1"),
     ("dns_lookup_latency", "dns_server"),
 ]
-
-
-def _offline_state(scenario: str) -> LabState:
-    topo = build_topology(scenario, "s")
-    state = LabState(scenario=scenario, size="s", run_dir="/nonexistent", started_at="", status="healthy")
-    state.device_list = [Device(n.name, n.role, namespace_name(n.name), n.addresses) for n in topo.nodes.values()]
-    return state
 
 
 # --- pure: helper protocols -----------------------------------------------------------------------
@@ -160,7 +152,7 @@ def test_targets_catalogue_and_applicability():
     assert faults.fault_class("dns_lookup_latency").query(topo, "dns_server") == ("host_1_1_1_1", "dns.local")
     clos = build_topology("dc_clos_service", "s")
     assert faults.fault_class("receiver_resource_contention").targets(clos) == ["client_0"]
-    state = _offline_state(SCENARIO)
+    state = offline_state(SCENARIO)
     picks = {faults.choose_target(state, "sender_resource_contention", seed) for seed in range(12)}
     assert len(picks) > 1 and picks == {faults.choose_target(state, "sender_resource_contention", s) for s in range(12)}
     with pytest.raises(faults.FaultError, match="cannot target 'dns_server'"):
@@ -170,27 +162,7 @@ def test_targets_catalogue_and_applicability():
 # --- a real lab ---------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def settings():
-    from faultline.config import Settings
-
-    return Settings(lab_dir=LAB_DIR, progress=False)
-
-
-@pytest.fixture(scope="module")
-def lab(settings):
-    """(state, probe context) of one ospf_enterprise_dhcp lab (size s); always torn down."""
-    from faultline.lab import lifecycle as netlab
-
-    require_root()
-    wait_until_no_lab()
-    ours = {namespace_name(n) for n in build_topology(SCENARIO, "s").nodes}
-    try:
-        state = netlab.up(SCENARIO, "s", settings, timeout=90)
-        yield state, netlab.probe_context(state, settings)
-    finally:
-        netlab.down(settings)
-        assert not (set(lab_namespaces()) & ours)
+lab = module_lab(SCENARIO, LAB_DIR, timeout=90)  # (state, probe context), torn down whatever happens
 
 
 def _our_groups() -> list[str]:
@@ -217,6 +189,7 @@ def _assert_healthy(state: LabState, ctx) -> None:
     assert _our_groups() == []
 
 
+@pytest.mark.lab
 @pytest.mark.parametrize("label,target", CASES)
 def test_inject_verify_recover(lab, label, target):
     state, ctx = lab
@@ -259,6 +232,7 @@ def test_inject_verify_recover(lab, label, target):
           f"healthy {result['healthy_s']} s")
 
 
+@pytest.mark.lab
 def test_the_cap_stays_on_its_node(lab):
     state, ctx = lab
     rec = faults.inject(state, "sender_resource_contention", "web_server_2")
@@ -276,6 +250,7 @@ def test_the_cap_stays_on_its_node(lab):
     _assert_healthy(state, ctx)
 
 
+@pytest.mark.lab
 def test_faults_undone_by_hand_are_not_verified(lab):
     state, ctx = lab
     dns = faults.inject(state, "dns_lookup_latency", "dns_server")
@@ -295,7 +270,8 @@ def test_faults_undone_by_hand_are_not_verified(lab):
     _assert_healthy(state, ctx)
 
 
-def test_lab_down_with_faults_injected_leaves_nothing(lab, settings):
+@pytest.mark.lab
+def test_lab_down_with_faults_injected_leaves_nothing(lab):
     """Last test of the module: it takes the lab down itself (the fixture's down is then a no-op)."""
     from faultline.lab import lifecycle as netlab
 
@@ -305,7 +281,7 @@ def test_lab_down_with_faults_injected_leaves_nothing(lab, settings):
     helpers = [(r.params["helper_pid"], r.params["helper_marker"]) for r in recs]
     loads = [r.params["load_pid"] for r in recs if "load_pid" in r.params]
     assert len(_our_groups()) == 3
-    netlab.down(settings)
+    netlab.down(settings_for(LAB_DIR))
     assert _our_groups() == []
     assert not any(helper_alive(pid, marker) for pid, marker in helpers)
     assert not any(Path(f"/proc/{pid}").exists() and "stress" in Path(f"/proc/{pid}/comm").read_text()

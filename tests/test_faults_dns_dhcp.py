@@ -2,13 +2,12 @@
 
 Pure tests first (applicability by role, parser, argument refusal, config edits undone exactly). Then
 inject → verify → recover for every label on real labs: dc_clos_service (several-zone DNS, clients)
-and ospf_enterprise_dhcp (DNS, DHCP server, relays, udhcpc hosts), size s, one lab at a time. Root
-only (fail, never skip). Each lab test prints a `TIMING` line (run with -s to see them).
+and ospf_enterprise_dhcp (DNS, DHCP server, relays, udhcpc hosts), size s, one lab at a time. The
+lab tests (marked `lab`) need root. Each lab test prints a `TIMING` line (run with -s to see them).
 """
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import time
@@ -35,9 +34,9 @@ from faultline.network import parse_services as ps
 from faultline.network.devices import Device, StaticDirectory
 from faultline.network.probes import ProbeContext, ProbeError, run_probe
 from faultline.network.runner import CommandResult, Runner
-from tests.labhelpers import lab_namespaces, require_root, wait_until_no_lab
+from tests.labfixtures import lab_dir, lab_holder, offline_state
 
-LAB_DIR = Path(f"/tmp/faultline-lab-faults-dns-dhcp-{os.getpid()}")  # parents world-searchable (FRR runs as frr)
+LAB_DIR = lab_dir("faults-dns-dhcp")
 DNS_LABELS = ("host_incorrect_dns", "dns_record_error", "dns_service_down", "dns_port_blocked")
 DHCP_LABELS = ("dhcp_service_down", "dhcp_missing_subnet", "dhcp_spoofed_gateway", "dhcp_spoofed_dns")
 SERVICE_SCENARIOS = ["dc_clos_service", "ospf_enterprise_dhcp", "ospf_enterprise_static"]
@@ -56,13 +55,6 @@ CASES = [  # (scenario, label, target); grouped by scenario so each lab comes up
     ("ospf_enterprise_dhcp", "dhcp_spoofed_gateway", "host_2_1_1_1"),
     ("ospf_enterprise_dhcp", "dhcp_spoofed_dns", "host_1_1_1_1"),
 ]
-
-
-def _offline_state(scenario: str, size: str = "s") -> LabState:
-    topo = build_topology(scenario, size)
-    state = LabState(scenario=scenario, size=size, run_dir="/nonexistent", started_at="", status="healthy")
-    state.device_list = [Device(n.name, n.role, namespace_name(n.name), n.addresses) for n in topo.nodes.values()]
-    return state
 
 
 # --- pure -------------------------------------------------------------------------------------
@@ -87,15 +79,15 @@ def test_labels_apply_where_their_service_runs_and_target_by_role():
         assert faults.fault_class(label).targets(dhcp_m) == ["dns_server"]
     assert faults.fault_class("dns_port_blocked").targets(build_topology("dc_clos_service", "l")) == [
         f"dns_pod{p}" for p in range(4)]
-    state = _offline_state("ospf_enterprise_dhcp")
+    state = offline_state("ospf_enterprise_dhcp")
     picks = [faults.choose_target(state, "dhcp_spoofed_dns", seed) for seed in range(8)]
     assert picks == [faults.choose_target(state, "dhcp_spoofed_dns", seed) for seed in range(8)]
     assert set(picks) == {"host_1_1_1_1", "host_2_1_1_1"}
     with pytest.raises(FaultError, match="dhcp_missing_subnet needs a DHCP host") as err:
-        faults.inject(_offline_state("ospf_enterprise_static"), "dhcp_missing_subnet")
+        faults.inject(offline_state("ospf_enterprise_static"), "dhcp_missing_subnet")
     assert "ospf_enterprise_dhcp (s, m, l)" in err.value.fix
     with pytest.raises(FaultError, match="dns_service_down needs a DNS node"):
-        faults.inject(_offline_state("simple_bgp"), "dns_service_down")
+        faults.inject(offline_state("simple_bgp"), "dns_service_down")
     with pytest.raises(FaultError, match="cannot target 'web_server_0'"):
         faults.inject(state, "host_incorrect_dns", "web_server_0")
 
@@ -179,48 +171,7 @@ def test_dhcp_config_edits_are_undone_exactly(tmp_path):
 # --- real labs --------------------------------------------------------------------------------
 
 
-class _Labs:
-    """At most one lab up (one fits on a machine): asking for another scenario tears the current one down."""
-
-    def __init__(self) -> None:
-        from faultline.config import Settings
-
-        self.settings = Settings(lab_dir=LAB_DIR, progress=False)
-        self.scenario: str | None = None
-        self.current: tuple[LabState, object] | None = None
-
-    def get(self, scenario: str):
-        from faultline.lab import lifecycle as netlab
-
-        if scenario != self.scenario:
-            self.close()
-            self.scenario = scenario
-            state = netlab.up(scenario, "s", self.settings, timeout=60)
-            self.current = (state, netlab.probe_context(state, self.settings))
-        assert self.current is not None
-        return self.current
-
-    def close(self) -> None:
-        from faultline.lab import lifecycle as netlab
-
-        if self.scenario is None:
-            return
-        ours = {namespace_name(n) for n in build_topology(self.scenario, "s").nodes}
-        self.scenario, self.current = None, None
-        netlab.down(self.settings)
-        assert not (set(lab_namespaces()) & ours)
-
-
-@pytest.fixture(scope="module")
-def labs():
-    """The module's lab holder; whatever lab is up at the end is torn down whatever happens."""
-    require_root()
-    wait_until_no_lab()
-    holder = _Labs()
-    try:
-        yield holder
-    finally:
-        holder.close()
+labs = lab_holder(LAB_DIR, timeout=60)  # one lab up at a time; labs.get(scenario) switches
 
 
 def _assert_healthy(state: LabState, ctx) -> None:
@@ -238,6 +189,7 @@ def _assert_healthy(state: LabState, ctx) -> None:
         assert dc.client_state(namespace_name(host), host) == dc.healthy_client(topo, host)
 
 
+@pytest.mark.lab
 @pytest.mark.parametrize("scenario,label,target", CASES, ids=[f"{s}-{label}" for s, label, _ in CASES])
 def test_inject_verify_recover(labs, scenario, label, target):
     state, ctx = labs.get(scenario)
@@ -269,6 +221,7 @@ def test_inject_verify_recover(labs, scenario, label, target):
     assert verified_s < 20 and recover_s < 20
 
 
+@pytest.mark.lab
 def test_dhcp_check_is_read_only(labs):
     state, ctx = labs.get("ospf_enterprise_dhcp")
     topo = build_topology(state.scenario, state.size)
@@ -288,6 +241,7 @@ def test_dhcp_check_is_read_only(labs):
     _assert_healthy(state, ctx)
 
 
+@pytest.mark.lab
 def test_wrong_dns_survives_a_lease_renewal(labs):
     state, ctx = labs.get("ospf_enterprise_dhcp")
     rec = faults.inject(state, "host_incorrect_dns", "host_1_1_1_1")
@@ -305,6 +259,7 @@ def test_wrong_dns_survives_a_lease_renewal(labs):
     _assert_healthy(state, ctx)
 
 
+@pytest.mark.lab
 def test_faults_undone_by_hand_are_not_verified(labs):
     state, ctx = labs.get("ospf_enterprise_dhcp")
     wrong = faults.inject(state, "host_incorrect_dns", "host_2_1_1_1")

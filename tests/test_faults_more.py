@@ -3,14 +3,13 @@
 Pure tests first (applicability over every registered scenario, refusals with a fix, seeded
 targets), then inject → verify → recover on real labs: simple_bgp and dc_clos_bgp for the BGP labels
 and ARP poisoning, ospf_enterprise_static for the MAC conflict (its server LAN is the bridged segment
-at size s). Root only (fail, never skip). One lab at a time: the module's `labs` holder tears the
+at size s). The lab tests (marked `lab`) need root. One lab at a time: the module's `labs` holder tears the
 current lab down before it builds another scenario's, and the last one at the end.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -26,10 +25,9 @@ from faultline.lab.namespaces import namespace_name
 from faultline.lab.scenarios import SCENARIOS, build_topology
 from faultline.lab.state import LabState
 from faultline.lab.topology import Topology
-from faultline.network.devices import Device
-from tests.labhelpers import lab_namespaces, require_root, wait_until_no_lab
+from tests.labfixtures import lab_dir, lab_holder, offline_state
 
-LAB_DIR = Path(f"/tmp/faultline-lab-faults-more-{os.getpid()}")  # parents world-searchable (FRR runs as frr)
+LAB_DIR = lab_dir("faults-more")
 NEW_LABELS = ("bgp_blackhole_route_leak", "bgp_hijacking", "arp_cache_poisoning", "mac_address_conflict")
 
 CASES = [  # (scenario, label, target); grouped by scenario, simple_bgp last: the next test reuses its lab
@@ -42,13 +40,6 @@ CASES = [  # (scenario, label, target); grouped by scenario, simple_bgp last: th
     ("simple_bgp", "bgp_hijacking", "router1"),
     ("simple_bgp", "arp_cache_poisoning", "pc1"),
 ]
-
-
-def _offline_state(scenario: str, size: str = "s") -> LabState:
-    topo = build_topology(scenario, size)
-    state = LabState(scenario=scenario, size=size, run_dir="/nonexistent", started_at="", status="healthy")
-    state.device_list = [Device(n.name, n.role, namespace_name(n.name), n.addresses) for n in topo.nodes.values()]
-    return state
 
 
 # --- pure: where labels apply -------------------------------------------------------------------
@@ -92,7 +83,7 @@ def test_a_scenario_registered_later_is_picked_up(monkeypatch):
 
 
 def test_refusals_name_where_the_label_works():
-    state = _offline_state("simple_bgp")
+    state = offline_state("simple_bgp")
     with pytest.raises(FaultError, match="needs two end hosts on one bridged LAN") as err:
         faults.inject(state, "mac_address_conflict")
     assert "simple_bgp (m, l)" in err.value.fix and "ospf_enterprise_static (s, m, l)" in err.value.fix
@@ -100,7 +91,7 @@ def test_refusals_name_where_the_label_works():
         faults.inject(state, "ospf_neighbor_missing", "router1")
     assert "ospf_enterprise_static" in err.value.fix
     with pytest.raises(FaultError, match="needs a BGP lab"):
-        faults.inject(_offline_state("rip_small_internet"), "bgp_hijacking")
+        faults.inject(offline_state("rip_small_internet"), "bgp_hijacking")
     with pytest.raises(FaultError, match="cannot target 'router2'"):  # router2 is the victim pc2's gateway
         faults.inject(state, "bgp_hijacking", "router2")
     assert faults.fault_class("mac_address_conflict").where_applicable().startswith("a scenario/size where it applies: ")
@@ -112,7 +103,7 @@ def test_new_labels_pick_seeded_targets_and_match_the_catalogue():
         cls = faults.fault_class(label)
         assert info[label].status == "implemented" and info[label].category == cls.category
         for scenario in label_scenarios(label):
-            state = _offline_state(scenario)
+            state = offline_state(scenario)
             picks = [faults.choose_target(state, label, seed) for seed in range(8)]
             assert picks == [faults.choose_target(state, label, seed) for seed in range(8)]
             assert set(picks) <= set(cls.targets(build_topology(scenario, "s")))
@@ -130,50 +121,7 @@ def test_cli_faults_json_lists_scenarios(run_cli, capsys):
 # --- real labs --------------------------------------------------------------------------------
 
 
-class _Labs:
-    """At most one lab up (one fits on a machine): asking for another scenario tears the current one down."""
-
-    def __init__(self) -> None:
-        from faultline.config import Settings
-
-        self.settings = Settings(lab_dir=LAB_DIR, progress=False)
-        self.scenario: str | None = None
-        self.current: tuple[LabState, object] | None = None
-
-    def get(self, scenario: str):
-        """(state, probe context) of a healthy lab of `scenario` (size s)."""
-        from faultline.lab import lifecycle as netlab
-
-        if scenario != self.scenario:
-            self.close()
-            self.scenario = scenario
-            state = netlab.up(scenario, "s", self.settings, timeout=60)
-            self.current = (state, netlab.probe_context(state, self.settings))
-        assert self.current is not None
-        return self.current
-
-    def close(self) -> None:
-        """Tear the current lab down (by its state file) and check its namespaces are gone."""
-        from faultline.lab import lifecycle as netlab
-
-        if self.scenario is None:
-            return
-        ours = {namespace_name(n) for n in build_topology(self.scenario, "s").nodes}
-        self.scenario, self.current = None, None
-        netlab.down(self.settings)
-        assert not (set(lab_namespaces()) & ours)
-
-
-@pytest.fixture(scope="module")
-def labs():
-    """The module's lab holder; whatever lab is up at the end is torn down whatever happens."""
-    require_root()
-    wait_until_no_lab()
-    holder = _Labs()
-    try:
-        yield holder
-    finally:
-        holder.close()
+labs = lab_holder(LAB_DIR, timeout=60)  # one lab up at a time; labs.get(scenario) switches
 
 
 def _assert_healthy(state: LabState, ctx) -> None:
@@ -186,6 +134,7 @@ def _assert_healthy(state: LabState, ctx) -> None:
     assert not problems, (what, problems)
 
 
+@pytest.mark.lab
 @pytest.mark.parametrize("scenario,label,target", CASES, ids=[f"{s}-{label}" for s, label, _ in CASES])
 def test_inject_verify_recover(labs, scenario, label, target):
     state, ctx = labs.get(scenario)
@@ -216,6 +165,7 @@ def test_inject_verify_recover(labs, scenario, label, target):
         assert mac == rec.params["original_mac"] != rec.params["mac"]
 
 
+@pytest.mark.lab
 def test_bgp_and_arp_faults_repaired_by_hand_are_not_verified(labs):
     state, ctx = labs.get("simple_bgp")
     leak = faults.inject(state, "bgp_blackhole_route_leak", "router2")
@@ -235,6 +185,7 @@ def test_bgp_and_arp_faults_repaired_by_hand_are_not_verified(labs):
     _assert_healthy(state, ctx)
 
 
+@pytest.mark.lab
 def test_mac_conflict_repaired_by_hand_is_not_verified(labs):
     state, ctx = labs.get("ospf_enterprise_static")
     rec = faults.inject(state, "mac_address_conflict", "dns_server", seed=1)

@@ -1,16 +1,14 @@
 """OSPF fault labels: inject → verify → recover on a real ospf_enterprise_static lab (size s).
 
-Same pattern as tests/test_faults.py: root only (fail, never skip), one module-scoped lab, always torn
-down by its state file. The last test leaves a link_flap injected on purpose, so the teardown also
+Same pattern as tests/test_faults.py: the lab tests (marked `lab`) need root; one module-scoped lab,
+always torn down by its state file. The last test leaves a link_flap injected on purpose, so the teardown also
 shows that `lab down` stops the root-namespace toggler by PID.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -18,13 +16,10 @@ from faultline.lab import faults
 from faultline.lab.faults.base import FaultNotVerified, helper_alive
 from faultline.lab.namespaces import namespace_name
 from faultline.lab.scenarios import build_topology
-from faultline.lab.state import LabState
-from faultline.network.devices import Device
-from tests.labhelpers import lab_namespaces, require_root, wait_until_no_lab
+from tests.labfixtures import lab_dir, lab_namespaces, module_lab, offline_state
 
 SCENARIO = "ospf_enterprise_static"
-LAB_DIR = Path(f"/tmp/faultline-lab-faults-ospf-{os.getpid()}")  # parents world-searchable (FRR runs as frr)
-OUR_NAMESPACES = {namespace_name(n) for n in build_topology(SCENARIO, "s").nodes}
+LAB_DIR = lab_dir("faults-ospf")
 ROUTERS = sorted(n.name for n in build_topology(SCENARIO, "s").nodes.values() if n.role == "router")
 
 CASES = [
@@ -35,37 +30,21 @@ CASES = [
 _helpers: list[tuple[int, str]] = []  # toggler (pid, marker) left running for the teardown check
 
 
-def _lab_namespaces() -> set[str]:
-    return set(lab_namespaces())
-
-
 def test_ospf_target_choice_is_seeded_and_router_only():
-    topo = build_topology(SCENARIO, "s")
-    state = LabState(scenario=SCENARIO, size="s", run_dir="/nonexistent", started_at="", status="healthy")
-    state.device_list = [Device(n.name, n.role, namespace_name(n.name), n.addresses) for n in topo.nodes.values()]
+    state = offline_state(SCENARIO)
     for label, _ in CASES:
         picks = [faults.choose_target(state, label, seed) for seed in range(10)]
         assert picks == [faults.choose_target(state, label, seed) for seed in range(10)]
         assert set(picks) <= set(ROUTERS) and len(set(picks)) > 1
 
 
-@pytest.fixture(scope="module")
-def lab():
-    """(state, probe context) of one ospf_enterprise_static lab; torn down at the end whatever happens."""
-    from faultline.config import Settings
-    from faultline.lab import lifecycle as netlab
+def _nothing_left_behind() -> None:
+    """After lab down: no parked interface namespace and no toggler of a fault left injected."""
+    assert not [n for n in lab_namespaces() if "-park-" in n]
+    assert not [pid for pid, marker in _helpers if helper_alive(pid, marker)], "lab down left a toggler running"
 
-    require_root()
-    wait_until_no_lab()
-    settings = Settings(lab_dir=LAB_DIR, progress=False)
-    try:
-        state = netlab.up(SCENARIO, "s", settings, timeout=45)
-        yield state, netlab.probe_context(state, settings)
-    finally:
-        netlab.down(settings)
-        assert not (_lab_namespaces() & OUR_NAMESPACES)
-        assert not [n for n in _lab_namespaces() if "-park-" in n]
-        assert not [pid for pid, marker in _helpers if helper_alive(pid, marker)], "lab down left a toggler running"
+
+lab = module_lab(SCENARIO, LAB_DIR, timeout=45, after_down=_nothing_left_behind)
 
 
 def _assert_healthy(ctx) -> None:
@@ -78,6 +57,7 @@ def _assert_healthy(ctx) -> None:
         assert rec.ospf_neighbors and all(n.state.startswith("Full") for n in rec.ospf_neighbors), (router, rec)
 
 
+@pytest.mark.lab
 @pytest.mark.parametrize("label,target", CASES)
 def test_inject_verify_recover(lab, label, target):
     state, ctx = lab
@@ -97,6 +77,7 @@ def test_inject_verify_recover(lab, label, target):
     assert verified_s < 15 and result["healthy_s"] < 20
 
 
+@pytest.mark.lab
 def test_area_change_undone_by_hand_is_not_verified(lab):
     state, ctx = lab
     rec = faults.inject(state, "ospf_area_misconfiguration", "core_router_3")
@@ -110,6 +91,7 @@ def test_area_change_undone_by_hand_is_not_verified(lab):
     _assert_healthy(ctx)
 
 
+@pytest.mark.lab
 def test_link_flap_left_injected_is_stopped_by_lab_down(lab):
     state, ctx = lab
     rec = faults.inject(state, "link_flap", "host_2_1_1_1")

@@ -3,7 +3,7 @@
 Pure tests first (where the labels apply, catalogue rows, the access-log parser, both traffic
 generators against local servers, the tail_file probe's argument checks), then inject → verify →
 recover on real labs (ospf_enterprise_static: `host` clients, dc_clos_service: `client` clients),
-and faults undone by hand that must be reported FaultNotVerified. Root only (fail, never skip).
+and faults undone by hand that must be reported FaultNotVerified. The lab tests (marked `lab`) need root.
 """
 
 from __future__ import annotations
@@ -24,15 +24,14 @@ from faultline.lab.faults import cgroups, loadgen
 from faultline.lab.faults.base import FaultNotVerified
 from faultline.nika.labels import catalogue
 from faultline.lab.faults.web import access_log_entries
-from faultline.lab.namespaces import namespace_name
 from faultline.lab.scenarios import build_topology
 from faultline.lab.services import render_web, service_problems
 from faultline.lab.state import LabState
 from faultline.network.devices import Device, StaticDirectory
 from faultline.network.probes import ProbeContext, ProbeError, run_probe
-from tests.labhelpers import lab_namespaces, require_root, wait_until_no_lab
+from tests.labfixtures import lab_dir, module_lab, offline_state, settings_for
 
-LAB_DIR = Path(f"/tmp/faultline-lab-faults-web-{os.getpid()}")
+LAB_DIR = lab_dir("faults-web")
 LABELS = ("http_acl_block", "sender_application_delay", "web_dos_attack", "incast_traffic_network_limitation")
 WEB_SCENARIOS = {"dc_clos_service", "ospf_enterprise_static", "ospf_enterprise_dhcp", "rip_small_internet"}
 
@@ -66,9 +65,7 @@ def test_catalogue_rows_are_implemented_and_honest():
 
 def test_seeded_targets_are_deterministic():
     topo = build_topology("ospf_enterprise_static", "s")
-    state = LabState(scenario="ospf_enterprise_static", size="s", run_dir="/nonexistent", started_at="",
-                     status="healthy")
-    state.device_list = [Device(n.name, n.role, namespace_name(n.name), n.addresses) for n in topo.nodes.values()]
+    state = offline_state("ospf_enterprise_static")
     for label in LABELS:
         picks = [faults.choose_target(state, label, seed) for seed in range(6)]
         assert picks == [faults.choose_target(state, label, seed) for seed in range(6)]
@@ -148,24 +145,12 @@ def test_tail_file_refuses_bad_arguments(tmp_path):
 # --- real labs ----------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def lab(request):
-    """(state, probe context) of one lab of scenario `request.param` (size s); always torn down."""
-    from faultline.config import Settings
-    from faultline.lab import lifecycle as netlab
+def _no_loadgen_left() -> None:
+    assert not _loadgens(), "a traffic generator survived lab down"
 
-    require_root()
-    wait_until_no_lab()
-    scenario = request.param
-    ours = {namespace_name(n) for n in build_topology(scenario, "s").nodes}
-    settings = Settings(lab_dir=LAB_DIR, progress=False)
-    try:
-        state = netlab.up(scenario, "s", settings, timeout=90)
-        yield state, netlab.probe_context(state, settings)
-    finally:
-        netlab.down(settings)
-        assert not (set(lab_namespaces()) & ours)
-        assert not _loadgens(), "a traffic generator survived lab down"
+
+# (state, probe context) of one lab of the scenario given as the indirect parameter; always torn down
+lab = module_lab(None, LAB_DIR, timeout=90, after_down=_no_loadgen_left)
 
 
 def _loadgens() -> list[str]:
@@ -198,6 +183,7 @@ def _assert_healthy(state: LabState, ctx) -> None:
         assert conf.read_text() == render_web(topo, Path(state.run_dir), web)
 
 
+@pytest.mark.lab
 @pytest.mark.parametrize("label", LABELS)
 @pytest.mark.parametrize("lab", ["ospf_enterprise_static", "dc_clos_service"], indirect=True)
 def test_inject_verify_recover(lab, label):
@@ -229,6 +215,7 @@ def test_inject_verify_recover(lab, label):
     assert verified_s < 30 and result["healthy_s"] < 30
 
 
+@pytest.mark.lab
 @pytest.mark.parametrize("lab", ["ospf_enterprise_static"], indirect=True)
 def test_web_faults_undone_by_hand_are_not_verified(lab):
     state, ctx = lab
@@ -275,9 +262,9 @@ def test_web_faults_undone_by_hand_are_not_verified(lab):
     _assert_healthy(state, ctx)
 
 
+@pytest.mark.lab
 @pytest.mark.parametrize("lab", ["ospf_enterprise_dhcp"], indirect=True)  # a lab of its own: it is taken down
 def test_lab_down_stops_the_generators(lab):
-    from faultline.config import Settings
     from faultline.lab import lifecycle as netlab
 
     state, _ = lab
@@ -286,7 +273,7 @@ def test_lab_down_stops_the_generators(lab):
     assert len(_loadgens()) == 4 and Path(dos.params["cgroup"]).is_dir()  # flood, sh + 2 UDP senders
     assert incast.params["senders"] == ["host_1_1_1_1", "host_2_1_1_1"] and incast.params["kbps_each"] == 1500
     faults.verify(state, lab[1])
-    netlab.down(Settings(lab_dir=LAB_DIR, progress=False))  # the fixture's down then finds nothing to do
+    netlab.down(settings_for(LAB_DIR))  # the fixture's down then finds nothing to do
     assert not _loadgens()
     assert not cgroups.procs(Path(dos.params["cgroup"]))  # left empty; the next injection sweeps it
     cgroups.sweep()

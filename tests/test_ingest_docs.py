@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from faultline.ingest.api import ingest_paths
 
 
@@ -12,8 +14,9 @@ def _ingest(conn, settings, *paths, **options):
     return ingest_paths(conn, settings, "docs", [Path(p) for p in paths], **options)
 
 
-def test_frr_docs_errors_and_rfcs_are_chunked_by_section(conn, settings, shared_data):
-    docs = shared_data / "docs"
+@pytest.mark.data
+def test_frr_docs_errors_and_rfcs_are_chunked_by_section(conn, settings, data_dir):
+    docs = data_dir / "docs"
     report = _ingest(conn, settings, docs / "frr" / "user", docs / "frr_errors.jsonl", docs / "rfcs" / "rfc4271.txt")
     assert report.totals()["failed_files"] == 0
     for f in report.files:

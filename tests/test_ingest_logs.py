@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import pytest
+
 from faultline.ingest.api import ingest_paths
 
 
@@ -19,8 +21,9 @@ def _balanced(conn, report):
         assert conn.execute("SELECT count(*) FROM quarantine WHERE source_file = ?", [f.path]).fetchone()[0] == f.quarantined
 
 
-def test_iosxr_router_logs_keep_every_line_with_file_and_number(conn, settings, shared_data):
-    folder = shared_data / "logs" / "iosxr" / "bgpclear" / "logs"
+@pytest.mark.data
+def test_iosxr_router_logs_keep_every_line_with_file_and_number(conn, settings, data_dir):
+    folder = data_dir / "logs" / "iosxr" / "bgpclear" / "logs"
     report = _ingest(conn, settings, folder)
     assert len(report.files) == 30 and report.totals()["failed_files"] == 0
     _balanced(conn, report)

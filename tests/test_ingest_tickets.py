@@ -30,8 +30,9 @@ def _assert_ledger_balanced(conn, report):
         assert _count(conn, "SELECT count(*) FROM quarantine WHERE source_file = ?", [f.path]) == f.quarantined
 
 
-def test_jira_export_ingests_with_no_mapping(conn, settings, shared_data):
-    report = _ingest(conn, settings, shared_data / "tickets" / "zookeeper.jsonl")
+@pytest.mark.data
+def test_jira_export_ingests_with_no_mapping(conn, settings, data_dir):
+    report = _ingest(conn, settings, data_dir / "tickets" / "zookeeper.jsonl")
     assert report.totals()["accepted"] == 1827 and report.totals()["quarantined"] == 0
     _assert_ledger_balanced(conn, report)
     row = conn.execute(

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from faultline.logs.filter import apply_levels, ticket_terms
 from faultline.logs.pipeline import build_excerpt, lines_for_incident, lines_from_files
@@ -41,8 +42,9 @@ def _excerpt(settings, paths, **kwargs):
 
 # ----------------------------------------------------------------------------- levels
 
-def test_levels_on_real_iosxr_lines(settings, shared_data):
-    folder = shared_data.joinpath(*IOSXR)
+@pytest.mark.data
+def test_levels_on_real_iosxr_lines(settings, data_dir):
+    folder = data_dir.joinpath(*IOSXR)
     leaf1 = _levels(settings, folder / "leaf1.bgpclear_no_traffic.log")
     assert _fired(leaf1, "ADJCHANGE : neighbor 172.31.11.0 Down - User clear requested") == {"L3"}
     assert _fired(leaf1, "%ROUTING-BGP-5-ADJCHANGE : neighbor 172.31.11.0 Up") == {"L3"}
@@ -56,8 +58,9 @@ def test_levels_on_real_iosxr_lines(settings, shared_data):
     assert _fired(everything, "%SECURITY-SSHD-4-INFO_FAILURE") == {"L1", "L2"}
 
 
-def test_levels_on_loghub_lines_parsed_and_unparsed(settings, shared_data, tmp_path):
-    hdfs = shared_data / "logs" / "loghub2k" / "HDFS" / "HDFS_2k.log"
+@pytest.mark.data
+def test_levels_on_loghub_lines_parsed_and_unparsed(settings, data_dir, tmp_path):
+    hdfs = data_dir / "logs" / "loghub2k" / "HDFS" / "HDFS_2k.log"
     parsed = _levels(settings, hdfs, log_format="loghub_hdfs")
     assert _fired(parsed, "WARN dfs.DataNode$DataXceiver: 10.251.30.85:50010:Got exception") >= {"L1", "L2"}
     assert not any(_fired(parsed, "INFO dfs.DataNode$PacketResponder: PacketResponder 1 for block"))
@@ -65,10 +68,10 @@ def test_levels_on_loghub_lines_parsed_and_unparsed(settings, shared_data, tmp_p
     raw = _levels(settings, hdfs, log_format="raw")
     assert raw.get_column("severity").null_count() == raw.height
     assert "L1" in _fired(raw, "WARN dfs.DataNode$DataXceiver")
-    bgl = _levels(settings, shared_data / "logs" / "loghub2k" / "BGL" / "BGL_2k.log", log_format="loghub_bgl")
+    bgl = _levels(settings, data_dir / "logs" / "loghub2k" / "BGL" / "BGL_2k.log", log_format="loghub_bgl")
     # an INFO line that reports an error: keyword level only
     assert _fired(bgl, "INFO instruction cache parity error corrected") == {"L2"}
-    linux = _levels(settings, shared_data / "logs" / "loghub2k" / "Linux" / "Linux_2k.log", log_format="loghub_linux")
+    linux = _levels(settings, data_dir / "logs" / "loghub2k" / "Linux" / "Linux_2k.log", log_format="loghub_linux")
     assert "L2" in _fired(linux, "authentication failure;")
 
 
@@ -109,10 +112,11 @@ def test_levels_on_written_frr_syslog_and_nginx_logs(settings, tmp_path):
     assert _fired(nginx, "buffered to a temporary file") == {"L1"}
 
 
-def test_l5_matches_message_words_and_components_and_a_named_device_ranks_higher(settings, shared_data):
+@pytest.mark.data
+def test_l5_matches_message_words_and_components_and_a_named_device_ranks_higher(settings, data_dir):
     from faultline.logs.filter import named_stream_expr, ticket_hit_counts
 
-    folder = shared_data.joinpath(*IOSXR)
+    folder = data_dir.joinpath(*IOSXR)
     lines = lines_from_files([folder / "leaf1.bgpclear.log", folder / "leaf2.bgpclear.log"], settings)
     levelled = apply_levels(lines, default_vocab(), ["leaf1", "authenticated", "bgp"])
     l5 = levelled.filter("l5")
@@ -279,8 +283,9 @@ def test_collapse_folds_masked_info_lines_and_keeps_every_distinct_error_and_war
     assert excerpt.collapsed_lines == 1499 + 4 * len(errors) and 4 * len(errors) >= 101
 
 
-def test_iosxr_event_keeps_its_adjacency_changes_when_the_ticket_names_the_device(settings, shared_data):
-    folder = shared_data.joinpath(*IOSXR)
+@pytest.mark.data
+def test_iosxr_event_keeps_its_adjacency_changes_when_the_ticket_names_the_device(settings, data_dir):
+    folder = data_dir.joinpath(*IOSXR)
     lines = lines_from_files(sorted(folder.glob("*.bgpclear_no_traffic.log")), settings)
     assert lines.height > settings.excerpt_max_lines
     excerpt = build_excerpt(lines, settings=settings, ticket_text="BGP sessions dropped on leaf1 around 20:20",
@@ -298,10 +303,11 @@ def test_iosxr_event_keeps_its_adjacency_changes_when_the_ticket_names_the_devic
 
 # ----------------------------------------------------------------------------- warehouse and CLI
 
-def test_warehouse_rows_and_parsed_files_give_the_same_excerpt(conn, settings, shared_data):
+@pytest.mark.data
+def test_warehouse_rows_and_parsed_files_give_the_same_excerpt(conn, settings, data_dir):
     from faultline.ingest.api import ingest_paths
 
-    folder = shared_data.joinpath(*IOSXR)
+    folder = data_dir.joinpath(*IOSXR)
     files = sorted(folder.glob("*.bgpclear.log"))
     ingest_paths(conn, settings, "logs", files, incident_id="inc-bgp")
     stored = lines_for_incident(conn, "inc-bgp")

@@ -24,17 +24,22 @@ from faultline.ingest.logformats import (
 )
 from faultline.ingest.logseverity import SEVERITY_NAMES, normalize_severity
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-LOGHUB = SHARED / "data" / "logs" / "loghub2k"
-IOSXR = SHARED / "data" / "logs" / "iosxr" / "bgpclear" / "logs"
-
 LOGHUB_SYSTEMS = [
     "Android", "Apache", "BGL", "HDFS", "HPC", "Hadoop", "HealthApp", "Linux",
     "Mac", "OpenSSH", "OpenStack", "Proxifier", "Spark", "Thunderbird", "Windows", "Zookeeper",
 ]  # fmt: skip
 
-needs_loghub = pytest.mark.usefixtures("shared_data")  # fails, never skips, without ../shared
-needs_iosxr = pytest.mark.usefixtures("shared_data")
+
+@pytest.fixture
+def loghub(data_dir: Path) -> Path:
+    """Loghub-2k: one folder per system, plus settings.json with each system's log template."""
+    return data_dir / "logs" / "loghub2k"
+
+
+@pytest.fixture
+def iosxr(data_dir: Path) -> Path:
+    """The IOS-XR router logs of the bgpclear captures."""
+    return data_dir / "logs" / "iosxr" / "bgpclear" / "logs"
 
 
 def frame(lines: list[str]) -> pl.DataFrame:
@@ -325,13 +330,9 @@ def test_cisco_ios() -> None:
 _TAG = re.compile(r"%[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)*-([0-7])-[A-Za-z0-9_]+")
 
 
-def _iosxr_files() -> list[Path]:
-    return sorted(IOSXR.glob("*.log"))
-
-
-@needs_iosxr
-def test_iosxr_files_parse_and_severity_counts() -> None:
-    files = _iosxr_files()
+@pytest.mark.data
+def test_iosxr_files_parse_and_severity_counts(iosxr: Path) -> None:
+    files = sorted(iosxr.glob("*.log"))
     assert len(files) == 30
     digits: Counter[str] = Counter()
     upper_case_tag_digits: Counter[str] = Counter()
@@ -371,9 +372,9 @@ def test_iosxr_files_parse_and_severity_counts() -> None:
     }  # fmt: skip
 
 
-@needs_iosxr
-def test_iosxr_header_block_stays_raw() -> None:
-    lines = read_lines(IOSXR / "leaf1.bgpclear.log")
+@pytest.mark.data
+def test_iosxr_header_block_stays_raw(iosxr: Path) -> None:
+    lines = read_lines(iosxr / "leaf1.bgpclear.log")
     out = parse_lines(frame(lines), default_year=2017)
     first = out.filter(pl.col("parsed")).row(0, named=True)
     head = out.head(first["line_no"] - 1)
@@ -389,9 +390,9 @@ def test_iosxr_header_block_stays_raw() -> None:
     assert first["message"].startswith("%SECURITY-SSHD-6-INFO_USER_LOGOUT : User 'admin'")
 
 
-@needs_iosxr
-def test_iosxr_lines_without_tag_parse_without_severity() -> None:
-    lines = read_lines(IOSXR / "leaf1.bgpclear_no_traffic.log")
+@pytest.mark.data
+def test_iosxr_lines_without_tag_parse_without_severity(iosxr: Path) -> None:
+    lines = read_lines(iosxr / "leaf1.bgpclear_no_traffic.log")
     out = parse_lines(frame(lines), default_year=2017)
     untagged = out.filter(pl.col("parsed") & ~pl.col("message").str.starts_with("%"))
     assert untagged.height > 0
@@ -402,9 +403,9 @@ def test_iosxr_lines_without_tag_parse_without_severity() -> None:
 # ------------------------------------------------------------------ Loghub (real files)
 
 
-def _loghub(system: str) -> tuple[list[str], list[dict[str, str]]]:
-    lines = read_lines(LOGHUB / system / f"{system}_2k.log")
-    with (LOGHUB / system / f"{system}_2k.log_structured_corrected.csv").open(
+def _loghub(folder: Path, system: str) -> tuple[list[str], list[dict[str, str]]]:
+    lines = read_lines(folder / system / f"{system}_2k.log")
+    with (folder / system / f"{system}_2k.log_structured_corrected.csv").open(
         newline="", encoding="utf-8"
     ) as fh:
         rows = list(csv.DictReader(fh))
@@ -429,10 +430,10 @@ def _check_against_ground_truth(system: str, out: pl.DataFrame, rows: list[dict[
         assert out["severity"].null_count() == 0
 
 
-@needs_loghub
+@pytest.mark.data
 @pytest.mark.parametrize("system", LOGHUB_SYSTEMS)
-def test_loghub_detection_and_accuracy(system: str) -> None:
-    lines, rows = _loghub(system)
+def test_loghub_detection_and_accuracy(loghub: Path, system: str) -> None:
+    lines, rows = _loghub(loghub, system)
     own = f"loghub_{system.lower()}"
     guess = detect_format(lines)
     out = parse_lines(frame(lines), default_year=2017)
@@ -446,8 +447,8 @@ def test_loghub_detection_and_accuracy(system: str) -> None:
     _check_against_ground_truth(system, forced, rows)
 
 
-@needs_loghub
-def test_loghub_timestamps_read_correctly() -> None:
+@pytest.mark.data
+def test_loghub_timestamps_read_correctly(loghub: Path) -> None:
     first = {
         "Android": datetime(2017, 3, 17, 16, 13, 38, 811000),
         "Apache": datetime(2005, 12, 4, 4, 47, 44),
@@ -467,7 +468,7 @@ def test_loghub_timestamps_read_correctly() -> None:
         "Zookeeper": datetime(2015, 7, 29, 17, 41, 44, 747000),
     }
     for system, expected in first.items():
-        lines, _ = _loghub(system)
+        lines, _ = _loghub(loghub, system)
         out = parse_lines(frame(lines[:5]), fmt=f"loghub_{system.lower()}", default_year=2017)
         assert out["ts"][0] == expected, system
     # HealthApp writes milliseconds unpadded: `:11` is 11 ms, not 110
@@ -478,11 +479,11 @@ def test_loghub_timestamps_read_correctly() -> None:
 # ------------------------------------------------------------------ templates
 
 
-def _settings() -> dict[str, dict]:
-    return json.loads((LOGHUB / "settings.json").read_text(encoding="utf-8"))["systems"]
+def _settings(folder: Path) -> dict[str, dict]:
+    return json.loads((folder / "settings.json").read_text(encoding="utf-8"))["systems"]
 
 
-@needs_loghub
+@pytest.mark.data
 @pytest.mark.parametrize(
     ("system", "columns"),
     [
@@ -494,9 +495,9 @@ def _settings() -> dict[str, dict]:
         ("Zookeeper", ("ts", "severity", "message")),
     ],
 )
-def test_template_matches_registered_format(system: str, columns: tuple[str, ...]) -> None:
-    lines, _ = _loghub(system)
-    template = _settings()[system]["log_format"]
+def test_template_matches_registered_format(loghub: Path, system: str, columns: tuple[str, ...]) -> None:
+    lines, _ = _loghub(loghub, system)
+    template = _settings(loghub)[system]["log_format"]
     fmt = format_from_template(template)
     assert isinstance(fmt, LogFormat)
     from_template = parse_lines(frame(lines), fmt=fmt, default_year=2017)

@@ -1,6 +1,6 @@
 """The network lab: topology addressing (pure), and a real simple_bgp lab in namespaces (root).
 
-The lab tests need root; they fail (never skip) without it, since CI runs them as root.
+The lab tests (marked `lab`) need root: skipped without it, failed with --require-all (as CI runs them).
 """
 
 from __future__ import annotations
@@ -14,15 +14,9 @@ import pytest
 
 from faultline.errors import FaultlineError
 from faultline.lab.scenarios import SIZES, build_topology, scenario_names
-from tests.labhelpers import lab_namespaces as _lab_namespaces
-from tests.labhelpers import require_root as _require_root
-from tests.labhelpers import root_routes as _root_routes
+from tests.labfixtures import lab_dir, lab_fixture, lab_namespaces, root_routes, running_lab, settings_for
 
-# The FRR daemons run as user frr, so every parent of the lab dir must be searchable by others:
-# not pytest's tmp dir (0700), nor the checkout (CI may clone under a 0700 home). /tmp is 1777.
-LAB_DIR = Path(f"/tmp/faultline-lab-test-{os.getpid()}")
-
-
+LAB_DIR = lab_dir("test")
 
 
 def _alive(pid: int) -> bool:
@@ -83,28 +77,20 @@ def test_cli_refuses_bad_names_and_non_root(run_cli, capsys, monkeypatch):
 # --- a real lab ------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
+@lab_fixture
 def lab_settings():
-    from faultline.config import Settings
-
-    return Settings(lab_dir=LAB_DIR, progress=False)
+    return settings_for(LAB_DIR)
 
 
-@pytest.fixture(scope="module")
+@lab_fixture
 def bgp_lab(lab_settings):
-    """One simple_bgp lab (size s) shared by the tests below; always torn down at the end."""
-    from faultline.lab import lifecycle as lab
-
-    _require_root()
-    assert not _lab_namespaces(), f"leftover lab namespaces before the test: {_lab_namespaces()}"
-    routes_before = _root_routes()
-    try:
-        state = lab.up("simple_bgp", "s", lab_settings, timeout=30)
+    """(state, root routes before it) of one simple_bgp lab (size s) shared by the tests below; always torn down."""
+    routes_before = root_routes()
+    with running_lab("simple_bgp", lab_settings, timeout=30) as (state, _):
         yield state, routes_before
-    finally:
-        lab.down(lab_settings, all=True)
 
 
+@pytest.mark.lab
 def test_lab_comes_up_healthy(bgp_lab):
     from faultline.lab.readiness import host_pairs, unreachable
 
@@ -117,6 +103,7 @@ def test_lab_comes_up_healthy(bgp_lab):
     assert state.timings["healthy_s"] < 30
 
 
+@pytest.mark.lab
 def test_state_is_a_device_directory(bgp_lab):
     state, _ = bgp_lab
     pc1 = state.device("pc1")
@@ -126,6 +113,7 @@ def test_state_is_a_device_directory(bgp_lab):
         state.device("nope")
 
 
+@pytest.mark.lab
 def test_status_json(bgp_lab, run_cli, capsys, monkeypatch):
     monkeypatch.setenv("FAULTLINE_LAB_DIR", str(LAB_DIR))
     run_cli("lab", "status", "--json")
@@ -134,6 +122,7 @@ def test_status_json(bgp_lab, run_cli, capsys, monkeypatch):
     assert {d["name"] for d in payload["device_list"]} == {"router1", "router2", "pc1", "pc2"}
 
 
+@pytest.mark.lab
 def test_second_up_is_refused(bgp_lab, lab_settings):
     from faultline.lab import lifecycle as lab
 
@@ -141,24 +130,25 @@ def test_second_up_is_refused(bgp_lab, lab_settings):
         lab.up("simple_bgp", "s", lab_settings)
 
 
+@pytest.mark.lab
 def test_down_leaves_nothing_behind(bgp_lab, lab_settings):
     from faultline.lab import lifecycle as lab
 
     state, routes_before = bgp_lab
     lab.down(lab_settings)
-    assert not _lab_namespaces()
+    assert not lab_namespaces()
     assert not any(_alive(p.pid) for p in state.processes)
     assert not Path(state.run_dir).exists()
     assert not [p for p in state.extra_paths if Path(p).exists()]
-    assert _root_routes() == routes_before
+    assert root_routes() == routes_before
 
 
+@pytest.mark.lab
 def test_down_all_cleans_a_crashed_lab(lab_settings):
     from faultline.lab import lifecycle as lab
     from faultline.lab.state import STATE_FILE
 
-    _require_root()
-    routes_before = _root_routes()
+    routes_before = root_routes()
     try:
         state = lab.up("simple_bgp", "s", lab_settings, timeout=30)
         # a crash: the state file is gone, namespaces and daemons are still there
@@ -166,10 +156,10 @@ def test_down_all_cleans_a_crashed_lab(lab_settings):
         assert lab.status(lab_settings) is None
         result = lab.down(lab_settings, all=True)
         assert sorted(result["killed_pids"]) == sorted(p.pid for p in state.processes)
-        assert not _lab_namespaces()
+        assert not lab_namespaces()
         assert not any(_alive(p.pid) for p in state.processes)
         assert not Path(state.run_dir).exists()
         assert not [p for p in state.extra_paths if Path(p).exists()]
-        assert _root_routes() == routes_before
+        assert root_routes() == routes_before
     finally:
         lab.down(lab_settings, all=True)

@@ -1,13 +1,12 @@
 """The lab's NIKA-shaped scenarios: topology shape and addressing (pure), FRR rendering for OSPF, RIP
 and static routes (pure), and one real build at size s per scenario (root).
 
-The real builds need root; they fail (never skip) without it, since CI runs them as root.
+The real builds (marked `lab`) need root: skipped without it, failed with --require-all (as CI runs them).
 """
 
 from __future__ import annotations
 
 import ipaddress
-import os
 import time
 from pathlib import Path
 
@@ -18,15 +17,13 @@ from faultline.lab.frr import render_ospf, render_rip, router_daemons
 from faultline.lab.readiness import host_pairs, readiness_pairs
 from faultline.lab.scenarios import SCENARIOS, SIZES, build_topology
 from faultline.lab.topology import Topology
-from tests.labhelpers import lab_namespaces as _lab_namespaces
-from tests.labhelpers import require_root as _require_root
-from tests.labhelpers import root_routes as _root_routes
+from tests.labfixtures import (lab_dir, lab_fixture, lab_namespaces, root_routes, running_lab, settings_for,
+                               wait_until_no_lab)
 
-# FRR runs as user frr, so every parent of the lab dir must be world-searchable: /tmp is 1777.
-LAB_DIR = Path(f"/tmp/faultline-lab-scenarios-{os.getpid()}")
+LAB_DIR = lab_dir("scenarios")
 NEW = ("ospf_enterprise_static", "rip_small_internet", "dc_clos_bgp", "dc_clos_service", "ospf_enterprise_dhcp")
 
-# (routers, end hosts, switches) per size, from sade-nika.md §B.2 (rip: NIKA's counts minus the VPN server)
+# (routers, end hosts, switches) per size, from docs/lab.md#scenarios (NIKA's totals: docs/nika.md#v1-scenario-ids) (rip: NIKA's counts minus the VPN server)
 COUNTS = {
     "ospf_enterprise_static": {"s": (6, 7, 2), "m": (8, 21, 8), "l": (12, 133, 32)},  # 15 / 37 / 177
     "rip_small_internet": {"s": (4, 4, 0), "m": (7, 12, 0), "l": (13, 40, 0)},  # 8 / 19 / 53
@@ -173,23 +170,18 @@ def test_small_labs_leave_the_arp_limits_alone():
 # --- real builds at size s ---------------------------------------------------------------------
 
 
-@pytest.fixture
+@lab_fixture(scope="function")
 def lab_settings():
-    from faultline.config import Settings
-
-    return Settings(lab_dir=LAB_DIR, progress=False)
+    return settings_for(LAB_DIR)
 
 
 def _up_healthy_down(scenario: str, settings, daemons: set[str], check=None):
-    from faultline.lab import lifecycle as lab
     from faultline.lab.teardown import alive
 
-    _require_root()
-    assert not _lab_namespaces(), f"leftover lab namespaces before the test: {_lab_namespaces()}"
-    routes_before = _root_routes()
+    wait_until_no_lab()
+    routes_before = root_routes()
     topo = build_topology(scenario, "s")
-    try:
-        state = lab.up(scenario, "s", settings, timeout=60)
+    with running_lab(scenario, settings, timeout=60) as (state, _):
         assert state.status == "healthy"
         assert sorted(state.namespaces) == sorted(f"fl-{n}" for n in topo.nodes)
         assert {p.name for p in state.processes} == {"zebra"} | daemons
@@ -197,13 +189,11 @@ def _up_healthy_down(scenario: str, settings, daemons: set[str], check=None):
         assert state.timings["healthy_s"] < 60
         if check is not None:
             check(state)
-    finally:
-        lab.down(settings)
-    assert not _lab_namespaces()
+    assert not lab_namespaces()
     assert not any(alive(p.pid) for p in state.processes)
     assert not Path(state.run_dir).exists()
     assert not any(Path("/etc/netns", ns).exists() for ns in state.namespaces)
-    assert _root_routes() == routes_before
+    assert root_routes() == routes_before
     return state
 
 
@@ -211,6 +201,7 @@ SERVICES = {"dc_clos_service": {"dnsmasq", "nginx"}, "rip_small_internet": {"ngi
             "ospf_enterprise_dhcp": {"dnsmasq", "nginx", "udhcpc"}}
 
 
+@pytest.mark.lab
 @pytest.mark.parametrize("scenario", NEW)
 def test_scenario_builds_healthy_and_tears_down(scenario, lab_settings):
     daemons = {"ospf": {"ospfd"}, "rip": {"ripd"}, "bgp": {"bgpd"}}[PROTOCOL[scenario]]
@@ -224,6 +215,7 @@ def _in(ns: str, *argv: str) -> str:
                           timeout=15).stdout
 
 
+@pytest.mark.lab
 def test_campus_hosts_get_their_address_by_dhcp_and_reach_the_load_balanced_site(lab_settings):
     def check(state):
         host = "host_1_1_1_1"
@@ -247,6 +239,7 @@ def test_campus_hosts_get_their_address_by_dhcp_and_reach_the_load_balanced_site
     _up_healthy_down("ospf_enterprise_dhcp", lab_settings, {"ospfd", "dnsmasq", "nginx", "udhcpc"}, check)
 
 
+@pytest.mark.lab
 def test_clos_clients_resolve_pod_names_and_load_pages(lab_settings):
     def check(state):
         web_ip = state.device("webserver1_pod0").addresses[0].split("/")[0]
@@ -257,14 +250,12 @@ def test_clos_clients_resolve_pod_names_and_load_pages(lab_settings):
     _up_healthy_down("dc_clos_service", lab_settings, {"bgpd", "dnsmasq", "nginx"}, check)
 
 
+@pytest.mark.lab
 def test_static_route_is_installed_and_redistributed(lab_settings, monkeypatch):
-    from faultline.lab import lifecycle as lab
     from faultline.lab.readiness import vtysh_json
 
-    _require_root()
     monkeypatch.setitem(SCENARIOS, "static_pair", _static_pair)
-    try:
-        state = lab.up("static_pair", "s", lab_settings, timeout=60)
+    with running_lab("static_pair", lab_settings, timeout=60) as (state, _):
         run_dir = Path(state.run_dir)
         assert "staticd" in {p.name for p in state.processes if p.device == "router_b"}
         own = vtysh_json(run_dir, "router_b", "show ip route 10.99.0.0/24 json")["10.99.0.0/24"]
@@ -277,20 +268,16 @@ def test_static_route_is_installed_and_redistributed(lab_settings, monkeypatch):
                 break
             time.sleep(0.2)
         assert learned.get("10.99.0.0/24", [{}])[0].get("protocol") == "ospf", learned
-    finally:
-        lab.down(lab_settings)
-    assert not _lab_namespaces()
+    assert not lab_namespaces()
 
 
+@pytest.mark.lab
 def test_large_clos_raises_the_shared_arp_limits_and_down_restores_them(lab_settings):
-    from faultline.lab import lifecycle as lab
     from faultline.lab.builder import neigh_entries_needed, read_neigh_limits
 
-    _require_root()
-    assert not _lab_namespaces()
+    wait_until_no_lab()
     before = read_neigh_limits()
-    try:
-        state = lab.up("dc_clos_bgp", "l", lab_settings, timeout=120)
+    with running_lab("dc_clos_bgp", lab_settings, size="l", timeout=120) as (state, _):
         assert state.status == "healthy" and len(state.namespaces) == 100
         raised = read_neigh_limits()
         needed = neigh_entries_needed(build_topology("dc_clos_bgp", "l"))
@@ -299,10 +286,8 @@ def test_large_clos_raises_the_shared_arp_limits_and_down_restores_them(lab_sett
             assert all(raised[key] > before[key] for key in before)
         else:  # a host already configured for large labs is left alone
             assert state.neigh_limits is None and raised == before
-    finally:
-        lab.down(lab_settings)
     assert read_neigh_limits() == before
-    assert not _lab_namespaces()
+    assert not lab_namespaces()
 
 
 def test_super_spines_sharing_an_as_accept_each_others_client_prefixes():

@@ -1,13 +1,12 @@
 """Probe API: parsers on recorded output, argument validation/injection, and live probes on 3 namespaces.
 
 The live tests build `flp-a` -- `flp-r` -- `flp-b` (two /30 links, flp-r forwards) and always delete
-them. They need root; without it they fail with the reason (never skip).
+them. They are marked `lab`: they need root.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ from faultline.network import parsers as pp
 from faultline.network.devices import Device, StaticDirectory
 from faultline.network.probes import ProbeContext, ProbeError, probe_names, run_probe
 from faultline.network.runner import Runner
+from tests.labfixtures import lab_fixture
 
 NS = {"a": "flp-a", "b": "flp-b", "r": "flp-r"}
 DIRECTORY = StaticDirectory([
@@ -199,11 +199,9 @@ def _delete_namespaces() -> None:
             sh("ip", "netns", "delete", ns, check=False)
 
 
-@pytest.fixture(scope="module")
+@lab_fixture
 def lab():
     """flp-a (10.99.1.2/30) -- flp-r (forwarding) -- flp-b (10.99.2.2/30); deleted whatever happens."""
-    if os.geteuid() != 0:
-        pytest.fail("live probe tests need root (they create network namespaces flp-a/-b/-r); run as root")
     _delete_namespaces()
     try:
         for ns in NS.values():
@@ -223,6 +221,7 @@ def lab():
         _delete_namespaces()
 
 
+@pytest.mark.lab
 def test_ping_ok_then_loss_and_drop_through_nft(lab):
     out = run_probe(lab, "ping", src="a", dst_ip="10.99.2.2", count=3)
     assert out.record.status == "ok" and out.record.rx == 3 and out.record.rtt_avg_ms is not None
@@ -246,6 +245,7 @@ def test_ping_ok_then_loss_and_drop_through_nft(lab):
     assert run_probe(lab, "ping", src="a", dst_ip="10.99.2.2", count=1).record.status == "ok"
 
 
+@pytest.mark.lab
 def test_ip_addr_route_link_neigh_records(lab):
     ifaces = {i.ifname: i for i in run_probe(lab, "ip_addr", dev="r").record.interfaces}
     v4 = {name: [a for a in i.addresses if ":" not in a] for name, i in ifaces.items()}
@@ -261,6 +261,7 @@ def test_ip_addr_route_link_neigh_records(lab):
     assert any(n.dst == "10.99.1.1" and n.lladdr for n in neigh)
 
 
+@pytest.mark.lab
 def test_traceroute_iptables_nstat_fdb(lab):
     trace = run_probe(lab, "traceroute", src="a", dst_ip="10.99.2.2").record
     assert [h.addresses for h in trace.hops] == [["10.99.1.1"], ["10.99.2.2"]] and trace.reached
@@ -272,6 +273,7 @@ def test_traceroute_iptables_nstat_fdb(lab):
     assert fdb.error is None
 
 
+@pytest.mark.lab
 def test_tc_qdisc_parses_tbf(lab):
     sh("tc", "-n", "flp-r", "qdisc", "add", "dev", "eth1", "root", "tbf", "rate", "10mbit", "burst", "32kb",
        "latency", "50ms")
@@ -283,6 +285,7 @@ def test_tc_qdisc_parses_tbf(lab):
         sh("tc", "-n", "flp-r", "qdisc", "del", "dev", "eth1", "root")
 
 
+@pytest.mark.lab
 def test_reachability_matrix_ok_then_unreachable(lab):
     out = run_probe(lab, "reachability", count=1)
     rows = out.record.rows
@@ -303,6 +306,7 @@ def test_reachability_matrix_ok_then_unreachable(lab):
     assert run_probe(lab, "ping", src="b", dst_ip="10.99.1.2", count=2).record.status == "ok"
 
 
+@pytest.mark.lab
 def test_timeout_produces_timed_out_record(lab):
     start = time.monotonic()
     out = run_probe(lab, "ping", src="a", dst_ip="10.99.2.2", count=100, timeout_s=1)
@@ -311,6 +315,7 @@ def test_timeout_produces_timed_out_record(lab):
     assert sh("ip", "netns", "pids", "flp-a").stdout.strip() == ""  # the killed ping left nothing behind
 
 
+@pytest.mark.lab
 def test_output_cap_truncates_and_record_reports_error(lab, tmp_path):
     small = ProbeContext(DIRECTORY, runner=Runner(output_cap=64), file_roots={"a": [str(tmp_path)]})
     out = run_probe(small, "ip_addr", dev="r")
@@ -320,6 +325,7 @@ def test_output_cap_truncates_and_record_reports_error(lab, tmp_path):
     assert read.truncated and read.text == "x" * 64
 
 
+@pytest.mark.lab
 def test_read_file_roots_and_symlink_escape(lab, tmp_path):
     (tmp_path / "frr.conf").write_text("hostname r\n")
     (tmp_path / "escape").symlink_to("/etc/hostname")
@@ -331,6 +337,7 @@ def test_read_file_roots_and_symlink_escape(lab, tmp_path):
     assert missing.error and "No such file" in missing.error
 
 
+@pytest.mark.lab
 def test_service_probes_http_sockets_processes_dig_vtysh(lab, tmp_path):
     (tmp_path / "index.html").write_text("hello\n")
     server = subprocess.Popen(["ip", "netns", "exec", "flp-b", "python3", "-m", "http.server", "8080", "--bind",
@@ -361,6 +368,7 @@ def test_service_probes_http_sockets_processes_dig_vtysh(lab, tmp_path):
     assert vty.result.argv[:3] == ["vtysh", "-N", "flp-r"] and vty.record.error  # no FRR here: an error record
 
 
+@pytest.mark.lab
 def test_vtysh_show_against_a_real_zebra(lab):
     """zebra with pathspace flp-r: routes come back as JSON; a daemon that is not running is flagged."""
     dirs = [Path(p) / "flp-r" for p in ("/etc/frr", "/var/run/frr", "/var/log/frr")]

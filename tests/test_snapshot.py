@@ -3,9 +3,6 @@ without root or a lab; calls it did not record are answered "not recorded", neve
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from faultline.errors import FaultlineError
@@ -14,9 +11,9 @@ from faultline.network.devices import Device
 from faultline.network.probes import run_probe
 from faultline.network.records import NotRecordedResult
 from faultline.network.runner import CommandResult
-from tests.labhelpers import lab_namespaces, require_root
+from tests.labfixtures import lab_dir, lab_fixture, running_lab, settings_for
 
-LAB_DIR = Path(f"/tmp/faultline-lab-snapshot-{os.getpid()}")
+LAB_DIR = lab_dir("snapshot")
 
 
 def _tiny_snapshot() -> snapshot.Snapshot:
@@ -58,25 +55,16 @@ def test_client_positions_take_one_user_per_subnet():
     assert snapshot.client_positions(devices) == ["h1", "c1"]
 
 
-@pytest.fixture(scope="module")
+@lab_fixture
 def recorded():
     """A dc_clos_service lab (size s) recorded with the standard battery, then torn down."""
-    from faultline.config import Settings
-    from faultline.lab import lifecycle as lab
-
-    require_root()
-    settings = Settings(lab_dir=LAB_DIR, progress=False)
-    try:
-        state = lab.up("dc_clos_service", "s", settings, timeout=60)
-        ctx = lab.probe_context(state, settings)
+    with running_lab("dc_clos_service", settings_for(LAB_DIR), timeout=60) as (_, ctx):
         calls = snapshot.standard_calls(ctx, "bgp", names=["web1.pod0", "ns0.pod0"], urls=["http://web1.pod0/"])
         snap, outputs = snapshot.record(ctx, calls, scenario="dc_clos_service", size="s", phase="baseline")
-    finally:
-        lab.down(settings)
-    assert not [ns for ns in lab_namespaces() if ns.startswith("fl-")]
     return snap, outputs
 
 
+@pytest.mark.lab
 def test_replay_without_a_lab_gives_the_recorded_records(recorded, tmp_path):
     snap, outputs = recorded
     size = snapshot.save(snap, tmp_path / "snapshot.json.gz")
@@ -91,6 +79,7 @@ def test_replay_without_a_lab_gives_the_recorded_records(recorded, tmp_path):
     assert snapshot.replay_mismatches(loaded) == []
 
 
+@pytest.mark.lab
 def test_the_snapshot_covers_every_device_and_the_services(recorded):
     snap, outputs = recorded
     probes_by_device = {}
