@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import traceback
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 import duckdb
+
+RunStatus = Literal["running", "completed", "completed_with_failures", "failed"]
 
 
 def start_run(conn: duckdb.DuckDBPyConnection, kind: str, *, settings: Any = None,
@@ -23,7 +25,7 @@ def start_run(conn: duckdb.DuckDBPyConnection, kind: str, *, settings: Any = Non
     return run_id
 
 
-def finish_run(conn: duckdb.DuckDBPyConnection, run_id: str, *, status: str, stats: dict[str, Any] | None = None,
+def finish_run(conn: duckdb.DuckDBPyConnection, run_id: str, *, status: RunStatus, stats: dict[str, Any] | None = None,
                error: str | None = None) -> None:
     """Close the run with its final status and counts."""
     conn.execute(

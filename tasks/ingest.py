@@ -1,4 +1,4 @@
-"""Prefect tasks wrapping the ingest engine: one task run per file, visible in the UI."""
+"""Prefect tasks wrapping the ingest engine: one task run per file, or per folder of generated incidents."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from prefect.cache_policies import NO_CACHE
 
 from faultline.config import Settings
 from faultline.ingest.api import FileReport, ingest_one
+from faultline.ingest.incidents import IncidentIngestReport, ingest_incidents
 
 
 @task(name="ingest-file", cache_policy=NO_CACHE, task_run_name="ingest {kind}: {path.name}")
@@ -21,8 +22,6 @@ def ingest_file_task(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: 
 
 
 @task(name="ingest-incidents", cache_policy=NO_CACHE, task_run_name="ingest incidents: {folder.name}")
-def ingest_incidents_task(conn: duckdb.DuckDBPyConnection, settings: Settings, folder: Path) -> dict[str, Any]:
-    """Ingest one generated corpus folder (tickets, device logs, snapshots, ground truth); the report as a dict."""
-    from faultline.ingest.incidents import ingest_incidents
-
-    return ingest_incidents(conn, settings, [folder]).as_dict()
+def ingest_incidents_task(conn: duckdb.DuckDBPyConnection, settings: Settings, folder: Path) -> IncidentIngestReport:
+    """Ingest one generated corpus folder (tickets, device logs, snapshots, ground truth); what it loaded."""
+    return ingest_incidents(conn, settings, [folder])

@@ -1,51 +1,65 @@
-"""Prefect tasks of the nightly run: one task run per incident and method, named after the incident.
+"""Prefect tasks of the nightly run: thin wrappers over `faultline.nightly`, named for the UI.
 
-Each task takes a cursor of the process's shared warehouse connection (`faultline.db.shared_warehouse`),
-runs one unit of `faultline.nightly.work` and, on success, records its ledger row. Retries are set per
-kind of work by the flow (`with_options`): ASTRA's LLM calls, SADE's probes.
+The analysis tasks run one incident with one method (`astra: <incident>`, `sade: <incident>`) through
+`Night.run_unit`, which also writes the ``done`` ledger row. Retries are set per kind of work by the flow
+(`with_options`): ASTRA's LLM calls, SADE's probes, the warehouse steps.
 """
 
 from __future__ import annotations
+
+from contextlib import closing
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from faultline.config import Settings
-from faultline.nightly.backlog import BacklogItem
+from faultline.db import shared_warehouse
+from faultline.nightly.backlog import BacklogItem, NetworkBackend
+from faultline.nightly.night import Night
 from faultline.nightly.work import Outcome
+
+
+@task(name="select-backlog", cache_policy=NO_CACHE)
+def select_backlog_task(settings: Settings, analyst: str, network_backend: NetworkBackend,
+                        incidents: list[str] | None, limit: int | None) -> list[BacklogItem]:
+    """Open incidents with work left tonight."""
+    from faultline.nightly.backlog import select_backlog
+
+    with closing(shared_warehouse(settings).cursor()) as cursor:
+        return select_backlog(cursor, analyst=analyst, network_backend=network_backend, incidents=incidents,
+                              limit=limit)
 
 
 @task(name="astra", cache_policy=NO_CACHE, task_run_name="astra: {item.incident_id}")
 def astra_task(item: BacklogItem, settings: Settings, analyst: str, max_rounds: int, run_id: str) -> Outcome:
     """ASTRA's report for one incident (stored, scored when the truth is known)."""
-    from faultline.db import shared_warehouse
-    from faultline.nightly import ledger
     from faultline.nightly.work import run_astra
 
-    cursor = shared_warehouse(settings).cursor()
-    try:
-        outcome = run_astra(settings, cursor, item, analyst=analyst, max_rounds=max_rounds, run_id=run_id)
-        ledger.record(cursor, item.incident_id, "astra", item.digests["astra"], "done", run_id=run_id,
-                      seconds=outcome.seconds)
-        return outcome
-    finally:
-        cursor.close()
+    return Night(settings, run_id).run_unit(item, run_astra, analyst=analyst, max_rounds=max_rounds)
 
 
 @task(name="sade", cache_policy=NO_CACHE, task_run_name="sade: {item.incident_id}")
-def sade_task(item: BacklogItem, settings: Settings, network_backend: str, llm_model: str | None,
+def sade_task(item: BacklogItem, settings: Settings, network_backend: NetworkBackend, llm_model: str | None,
               run_id: str) -> Outcome:
     """SADE's diagnosis for one incident (stored, scored when the truth is known)."""
-    from faultline.db import shared_warehouse
-    from faultline.nightly import ledger
     from faultline.nightly.work import run_sade
 
-    cursor = shared_warehouse(settings).cursor()
-    try:
-        outcome = run_sade(settings, cursor, item, network_backend=network_backend, llm_model=llm_model,
-                           run_id=run_id)
-        ledger.record(cursor, item.incident_id, "sade", item.digests["sade"], "done", run_id=run_id,
-                      seconds=outcome.seconds)
-        return outcome
-    finally:
-        cursor.close()
+    return Night(settings, run_id).run_unit(item, run_sade, network_backend=network_backend, llm_model=llm_model)
+
+
+@task(name="refresh-marts", cache_policy=NO_CACHE)
+def refresh_marts_task(settings: Settings) -> dict[str, int]:
+    """Rebuild every SQL mart; mart -> rows."""
+    from faultline.marts import refresh_marts
+
+    with closing(shared_warehouse(settings).cursor()) as cursor:
+        return {mart.name: mart.rows for mart in refresh_marts(cursor, settings)}
+
+
+@task(name="build-dashboards", cache_policy=NO_CACHE)
+def build_dashboards_task(settings: Settings) -> str:
+    """Write the static dashboard site from the marts; the path of its index page."""
+    from dashboards.build import build_dashboards
+
+    with closing(shared_warehouse(settings).cursor()) as cursor:
+        return str(build_dashboards(cursor, settings.dashboards_folder()).index)

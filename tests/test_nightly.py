@@ -1,7 +1,8 @@
 """The nightly flow on real recorded incidents: both analyses per incident, failures as rows, resume, Dask.
 
-A small corpus (history + backlog + docs of the sample, by symlink) is ingested once per module; the flow
-runs on Prefect's ephemeral API and the deterministic analyst, never a real LLM.
+A small corpus (history + backlog + docs of the sample, by symlink) is ingested once per module, and a corpus
+of plain exports (tickets/, logs/, docs/) by one test of its own; the flow runs on Prefect's ephemeral API and
+the deterministic analyst, never a real LLM.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def test_task_runs_are_named_by_incident_and_the_summary_is_an_artifact(night):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey, FlowRunFilter, FlowRunFilterId
 
-    settings, _, summary = night
+    _, _, summary = night
 
     async def read():
         async with get_client() as client:
@@ -127,7 +128,8 @@ def test_running_the_same_night_again_duplicates_nothing(night):
 
     settings, corpus, _ = night
     keys = {"astra_rounds": "incident_id, analyst, round", "submissions": "incident_id, method",
-            "evaluations": "incident_id, method, metric", "claims": "claim_id", "analysis_ledger": "incident_id, method"}
+            "evaluations": "incident_id, method, metric", "claims": "claim_id",
+            "analysis_ledger": "incident_id, method"}
     before = {t: _rows(settings, f"SELECT count(*) FROM {t}")[0][0] for t in keys}
     again = nightly_flow(corpus=str(corpus), settings=settings, max_rounds=2)
     assert [o for o in again["outcomes"] if o["method"] == "astra"] == []  # nothing left but the failed SADE one
@@ -154,6 +156,85 @@ def test_an_imported_ticket_without_a_network_gets_astra_and_a_recorded_skip(nig
     (status, reason), = _rows(settings, "SELECT status, reason FROM analysis_ledger WHERE incident_id = 'OPS-1' "
                                         "AND method = 'sade'")
     assert status == "skipped" and "no lab incident" in reason
+
+
+OPS_TICKETS = [  # an operator tracker's export, JIRA layout
+    {"key": "OPS-101", "project": "OPS", "summary": "BGP session to the core router flaps", "status": "Open",
+     "description": "Since 10:00 the eBGP session between router1 and the core keeps going down; packet loss.",
+     "priority": "Major", "created": "2026-05-01T10:05:00+00:00"},
+    {"key": "OPS-102", "project": "OPS", "summary": "Web portal unreachable from building 2", "status": "Open",
+     "description": "Users in building 2 cannot open the intranet portal; DNS answers but HTTP times out.",
+     "priority": "Minor", "created": "2026-05-01T11:30:00+00:00"},
+]
+FRR_LOG = """\
+2026/05/01 10:00:01 BGP: [ZWCSR-M7FG9] %ADJCHANGE: neighbor 10.0.0.2(core) in vrf default Down BGP Notification send
+2026/05/01 10:00:31 BGP: [M59KS-A3ZXZ] %ADJCHANGE: neighbor 10.0.0.2(core) in vrf default Up
+2026/05/01 10:02:01 BGP: [ZWCSR-M7FG9] %ADJCHANGE: neighbor 10.0.0.2(core) in vrf default Down Peer closed the session
+"""
+
+
+def _exports_corpus(root):
+    """A corpus of plain exports: tickets/ (JSONL), logs/ (an FRR log) and docs/ (the sample runbook)."""
+    import json
+
+    (root / "tickets").mkdir(parents=True)
+    (root / "tickets" / "ops.jsonl").write_text("".join(json.dumps(t) + "\n" for t in OPS_TICKETS))
+    (root / "logs" / "router1").mkdir(parents=True)
+    (root / "logs" / "router1" / "frr.log").write_text(FRR_LOG)
+    (root / "docs").symlink_to(SAMPLE / "docs")
+    return root
+
+
+def test_a_corpus_of_exports_is_ingested_a_task_run_per_file_and_analysed_by_astra(tmp_path):
+    import asyncio
+    import contextlib
+    import io
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    from faultline.cli.nightly import print_summary
+    from faultline.nightly.summary import NightSummary, markdown
+    from flows.nightly import nightly_flow
+
+    settings = _settings(tmp_path)
+    summary = nightly_flow(corpus=str(_exports_corpus(tmp_path / "corpus")), settings=settings, max_rounds=1)
+
+    ingested = {f["folder"]: f for f in summary["ingest"]}
+    assert list(ingested) == ["tickets", "logs", "docs"]
+    assert [(f["files"], f["failed"]) for f in ingested.values()] == [(1, {})] * 3
+    assert ingested["tickets"]["accepted"] == 2 and ingested["logs"]["accepted"] == 3
+    assert ingested["docs"]["accepted"] == _rows(settings, "SELECT count(*) FROM doc_chunks")[0][0] > 0
+    assert _rows(settings, "SELECT ticket_id, source FROM tickets ORDER BY 1") == [("OPS-101", "jira"),
+                                                                                  ("OPS-102", "jira")]
+    assert _rows(settings, "SELECT count(*) FROM log_lines")[0][0] == 3
+
+    # ASTRA analysed both tickets; SADE has no network behind an imported ticket: a recorded skip
+    assert sorted((o["incident_id"], o["method"]) for o in summary["outcomes"]) == [("OPS-101", "astra"),
+                                                                                   ("OPS-102", "astra")]
+    assert _rows(settings, "SELECT DISTINCT incident_id FROM astra_rounds ORDER BY 1") == [("OPS-101",), ("OPS-102",)]
+    assert _rows(settings, "SELECT incident_id, method, status FROM analysis_ledger ORDER BY 1, 2") == [
+        ("OPS-101", "astra", "done"), ("OPS-101", "sade", "skipped"),
+        ("OPS-102", "astra", "done"), ("OPS-102", "sade", "skipped")]
+    assert [s["method"] for s in summary["skips"]] == ["sade", "sade"]
+    assert all("no lab incident" in s["reason"] for s in summary["skips"])
+
+    async def task_run_names():
+        async with get_client() as client:
+            runs = await client.read_task_runs(flow_run_filter=FlowRunFilter(
+                id=FlowRunFilterId(any_=[summary["prefect_flow_run_id"]])))
+            return {r.name for r in runs}
+
+    # every file is a task run of the night's flow run, named after the file, as the Prefect UI lists them
+    assert {"ingest tickets: ops.jsonl", "ingest logs: frr.log", "ingest docs: noc-runbook.md"} <= asyncio.run(
+        task_run_names())
+    # and the run summary says what each folder brought in: at the end of `faultline nightly` and in the artifact
+    out = io.StringIO()  # not capsys: ASTRA's docs MCP client needs real std streams to spawn its server
+    with contextlib.redirect_stdout(out):
+        print_summary(summary)
+    printed = out.getvalue()
+    assert all(f"{folder}/" in printed for folder in ingested)
+    assert "| tickets/ | 1 | 0 | 2 | 0 | - | 0 |" in markdown(NightSummary.model_validate(summary))
 
 
 def test_an_edited_ticket_is_analysed_again_on_a_dask_cluster(night):

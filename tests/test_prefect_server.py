@@ -62,7 +62,7 @@ def _cli(prefect_api, tmp_path, *args):
            "FAULTLINE_DUCKDB_PATH": str(tmp_path / "fl.duckdb"), "FAULTLINE_LANCEDB_DIR": str(tmp_path / "lance"),
            "FAULTLINE_PROGRESS": "false"}
     done = subprocess.run([sys.executable, "-m", "faultline.cli.main", *args], env=env, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 
@@ -98,33 +98,6 @@ def test_ingest_flow_run_is_recorded_on_the_server(prefect_api, tmp_path):
         assert task_runs[0]["name"].startswith("ingest ")
 
 
-def test_main_job_runs_as_one_flow_with_a_task_per_step(prefect_api, tmp_path):
-    result = _cli(prefect_api, tmp_path, "run", "--json")
-    flow_run = _flow_run(prefect_api, result["prefect_flow_run_id"])
-    assert flow_run["state_type"] == "COMPLETED"
-    names = [t["name"] for t in _task_runs(prefect_api, result["prefect_flow_run_id"])]
-    assert sorted(n for n in names if n.startswith("ingest incidents")) == ["ingest incidents: backlog",
-                                                                            "ingest incidents: history"]
-    assert any(n.startswith("sync index") for n in names)
-    assert sum(n.startswith("evidence") for n in names) == result["open_tickets"] > 0
-    assert sum(n.startswith("log excerpt") for n in names) == result["open_tickets"]
-
-    import duckdb
-
-    conn = duckdb.connect(str(tmp_path / "fl.duckdb"), read_only=True)
-    backlog = dict(conn.execute("SELECT ticket_id, incident_id FROM incidents WHERE NOT is_historical").fetchall())
-    history = {r[0] for r in conn.execute("SELECT ticket_id FROM incidents WHERE is_historical").fetchall()}
-    assert result["open_tickets"] == len(backlog) and history
-    stored = dict(conn.execute("SELECT incident_id, input_lines FROM log_excerpts").fetchall())
-    assert sorted(stored) == sorted(item["ticket"]["ticket_id"] for item in result["evidence"])
-    for ticket_id, input_lines in stored.items():
-        # each open ticket's excerpt is built from exactly its own incident's device logs
-        own = conn.execute("SELECT count(*) FROM log_lines WHERE incident_id = ?", [backlog[ticket_id]]).fetchone()[0]
-        assert input_lines == own > 0
-    for item in result["evidence"]:
-        assert {hit["id"] for hit in item["similar"]} <= history  # only resolved history is "similar"
-
-
 def test_the_adhoc_deployment_runs_through_a_worker_and_is_read_back_through_the_api(prefect_api, tmp_path):
     """prefect.yaml deploys; a process worker runs the ad-hoc deployment with parameters; the API shows it done."""
     from tests.conftest import REPO
@@ -137,7 +110,8 @@ def test_the_adhoc_deployment_runs_through_a_worker_and_is_read_back_through_the
     prefect = [sys.executable, "-m", "prefect", "--no-prompt"]
 
     def run(*args, cwd=REPO, timeout=300):
-        done = subprocess.run([*prefect, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run([*prefect, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              check=False)
         assert done.returncode == 0, f"prefect {' '.join(args)}: {done.stdout[-2000:]} {done.stderr[-2000:]}"
         return done.stdout
 
@@ -158,6 +132,8 @@ def test_the_adhoc_deployment_runs_through_a_worker_and_is_read_back_through_the
     assert flow_run["parameters"]["limit"] == 1
     names = {t["name"] for t in _task_runs(prefect_api, flow_run_id)}
     assert "select-backlog" in {n.rsplit("-", 1)[0] for n in names}
+    # the corpus ingest: a task run per folder of generated incidents, one per doc file
+    assert {"ingest incidents: history", "ingest incidents: backlog", "ingest docs: noc-runbook.md"} <= names
 
     import duckdb
 

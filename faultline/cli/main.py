@@ -37,7 +37,7 @@ _registered: list[bool] = []
 def _register() -> None:
     if _registered:
         return
-    from faultline.cli import astra, corpus, db, ingest, lab, logs, mcp, run, sade, search
+    from faultline.cli import astra, corpus, db, ingest, lab, logs, mcp, sade, search
     from faultline.cli import eval as eval_cli
 
     _registered.append(True)
@@ -55,7 +55,6 @@ def _register() -> None:
     from faultline.cli import dashboards as dashboards_cli
     app.add_typer(dashboards_cli.app, name="dashboards")
     app.command("index")(search.index_command)
-    app.command("run")(run.run_command)
     app.command("diagnose")(sade.diagnose_command)
     app.command("report")(astra.report_command)
     from faultline.cli import nightly as nightly_cli

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
@@ -13,13 +13,18 @@ from faultline.cli.output import print_json, print_table
 
 def nightly_command(
     ctx: typer.Context,
-    corpus: Optional[Path] = typer.Option(None, "--corpus", help="Ingest this corpus folder first (history/, backlog/, "
-                                          "docs/); without it the warehouse's open tickets are the backlog."),
+    corpus: Optional[Path] = typer.Option(
+        None, "--corpus", help="Ingest this corpus folder first: history/ and backlog/ (generated incidents, a "
+        "task run per folder), then tickets/ (any export `faultline ingest tickets` reads), logs/ (device logs, "
+        "tagged with no incident) and docs/ (a task run per file); every subfolder is optional. Without it the "
+        "warehouse's open tickets are the backlog."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Analyse only the first N incidents with work."),
     incident: list[str] = typer.Option([], "--incident", help="Only this incident or ticket id; repeatable."),
     llm: Optional[str] = typer.Option(None, "--llm", help="litellm model for every LLM step (default: the "
                                       "deterministic analyst)."),
-    network: str = typer.Option("snapshot", "--network", help="snapshot (recorded incidents) | lab (the live lab)."),
+    # NetworkBackend of faultline.nightly.backlog, spelled out: the CLI imports no engine module at start-up
+    network: Literal["snapshot", "lab"] = typer.Option("snapshot", "--network", help="snapshot: the incidents' "
+                                                       "recorded snapshots; lab: the live lab (root)."),
     rounds: int = typer.Option(5, "--rounds", min=1, max=5, help="Most ASTRA judge/refine rounds."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ) -> None:
@@ -66,6 +71,13 @@ def print_summary(summary: dict) -> None:
 
     s = NightSummary.model_validate(summary)
     typer.echo(f"nightly run {s.run_id} (Prefect flow run {s.prefect_flow_run_id}): backlog {s.backlog}")
+    if s.ingest:
+        print_table(["ingested", "files", "unchanged", "accepted", "quarantined", "incidents", "failed"],
+                    [[f"{f.folder}/", f.files, f.unchanged, f.accepted, f.quarantined,
+                      "-" if f.incidents is None else f.incidents, len(f.failed)] for f in s.ingest])
+        for f in s.ingest:
+            for name, error in f.failed.items():
+                typer.echo(f"  not ingested  {name}: {error[:150]}")
     print_table(["method", "analysed", "failed", "skipped", "scored", "score", "meaning", "seconds"],
                 [[r["method"], r["analysed"], r["failed"], r["skipped"], r["scored"],
                   "-" if r["score"] is None else r["score"], r["score_meaning"], r["seconds"]]

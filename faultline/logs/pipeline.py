@@ -44,7 +44,6 @@ SELECT source_file, CAST(line_no AS BIGINT) AS line_no, ts, host, severity, seve
 FROM log_lines
 """
 _LINES_SQL = _LINE_SELECT + "WHERE incident_id = ? ORDER BY source_file, line_no"
-_FILE_LINES_SQL = _LINE_SELECT + "WHERE list_contains(?, source_file) ORDER BY source_file, line_no"
 
 
 def template_format(lines: pl.DataFrame) -> str | None:
@@ -251,8 +250,3 @@ def lines_from_files(paths: Sequence[Path], settings: Settings, log_format: str 
 def lines_for_incident(conn: duckdb.DuckDBPyConnection, incident_id: str) -> pl.DataFrame:
     """The incident's rows of log_lines (log_lines columns plus `format`), by file and line."""
     return conn.sql(_LINES_SQL, params=[incident_id]).pl()
-
-
-def lines_for_files(conn: duckdb.DuckDBPyConnection, source_files: Sequence[str]) -> pl.DataFrame:
-    """The log_lines rows of the given (ingested) files, by file and line."""
-    return conn.sql(_FILE_LINES_SQL, params=[list(source_files)]).pl()

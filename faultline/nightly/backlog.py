@@ -22,6 +22,7 @@ from faultline.nightly.ledger import SETTLED, read
 
 Method = Literal["astra", "sade"]
 METHODS: tuple[Method, ...] = ("astra", "sade")
+NetworkBackend = Literal["snapshot", "lab"]  # what SADE probes tonight: recorded snapshots or the live lab
 
 BACKLOG_SQL = """
 WITH logs AS (
@@ -47,9 +48,9 @@ class BacklogItem(BaseModel):
     ticket_id: str
     title: str
     snapshot_path: str | None = None
-    digests: dict[str, str]  # method -> input digest
+    digests: dict[Method, str]  # method -> input digest
     todo: list[Method] = Field(default_factory=list)  # methods to run tonight
-    skips: dict[str, str] = Field(default_factory=dict)  # method -> why it cannot run (recorded as a row)
+    skips: dict[Method, str] = Field(default_factory=dict)  # method -> why it cannot run (recorded as a row)
 
 
 def _file_digest(path: str | None) -> str:
@@ -63,7 +64,7 @@ def _digest(parts: dict[str, object]) -> str:
 
 
 def select_backlog(conn: duckdb.DuckDBPyConnection, *, analyst: str = "deterministic",
-                   network_backend: str = "snapshot", incidents: list[str] | None = None,
+                   network_backend: NetworkBackend = "snapshot", incidents: list[str] | None = None,
                    limit: int | None = None) -> list[BacklogItem]:
     """Open incidents with work left tonight (``limit``: the first N of them); ``incidents``: only these ids."""
     ledger = read(conn)
@@ -75,9 +76,9 @@ def select_backlog(conn: duckdb.DuckDBPyConnection, *, analyst: str = "determini
             continue
         common = {"ticket": content_hash, "logs": list(log_files)}
         snapshot_digest = _file_digest(snapshot) if has_incident else "none"
-        digests = {"astra": _digest({**common, "analyst": analyst}),
+        digests: dict[Method, str] = {"astra": _digest({**common, "analyst": analyst}),
                    "sade": _digest({"ticket": content_hash, "snapshot": snapshot_digest, "backend": network_backend})}
-        skips: dict[str, str] = {}
+        skips: dict[Method, str] = {}
         if not has_incident:
             skips["sade"] = "no network to diagnose: an imported ticket with no lab incident behind it"
         elif network_backend == "snapshot" and snapshot_digest == "missing":

@@ -1,4 +1,5 @@
-"""The nightly run's summary: counts per method, failures, skips, scores, stage times — and its Markdown."""
+"""The nightly run's summary: what was ingested, counts per method, failures, skips, scores, stage times — and
+its Markdown."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from statistics import mean
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from faultline.nightly.backlog import METHODS, Method
+from faultline.nightly.corpus import FolderIngest
 from faultline.nightly.work import Outcome
 
 
@@ -14,7 +17,7 @@ class Failure(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     incident_id: str
-    method: str
+    method: Method
     error_type: str
     message: str
 
@@ -24,8 +27,16 @@ class Skip(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     incident_id: str
-    method: str
+    method: Method
     reason: str
+
+
+class Analysis(BaseModel):
+    """What tonight's analysis brings back: the outcomes, and the failures (already recorded as rows)."""
+
+    model_config = ConfigDict(extra="forbid")
+    outcomes: list[Outcome] = Field(default_factory=list)
+    failures: list[Failure] = Field(default_factory=list)
 
 
 class NightSummary(BaseModel):
@@ -34,6 +45,7 @@ class NightSummary(BaseModel):
     model_config = ConfigDict(extra="forbid")
     run_id: str
     prefect_flow_run_id: str | None = None
+    ingest: list[FolderIngest] = Field(default_factory=list)  # one per corpus subfolder, when given a corpus
     backlog: int  # open incidents with work (or a skip to record) tonight
     outcomes: list[Outcome] = Field(default_factory=list)
     failures: list[Failure] = Field(default_factory=list)
@@ -45,7 +57,7 @@ class NightSummary(BaseModel):
     def per_method(self) -> list[dict[str, object]]:
         """One row per method: analysed, failed, skipped, scored, mean score, seconds."""
         rows = []
-        for method in ("astra", "sade"):
+        for method in METHODS:
             done = [o for o in self.outcomes if o.method == method]
             scored = [o.accuracy for o in done if o.accuracy is not None]
             rows.append({
@@ -75,6 +87,14 @@ def markdown(summary: NightSummary) -> str:
     if summary.skips:
         lines += ["", "## Skipped", "", "| incident | method | reason |", "|---|---|---|"]
         lines += [f"| {s.incident_id} | {s.method} | {s.reason} |" for s in summary.skips[:50]]
+    if summary.ingest:
+        lines += ["", "## Ingested", "",
+                  "| folder | files | unchanged | accepted | quarantined | incidents | failed |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {f.folder}/ | {f.files} | {f.unchanged} | {f.accepted} | {f.quarantined} | "
+                  f"{'-' if f.incidents is None else f.incidents} | {len(f.failed)} |" for f in summary.ingest]
+        failed = [f"- `{name}`: {error[:160]}" for f in summary.ingest for name, error in f.failed.items()]
+        lines += ["", "Not ingested:", "", *failed] if failed else []
     if summary.marts:
         lines += ["", "## Marts", "", ", ".join(f"`{k}` ({v} rows)" for k, v in summary.marts.items())]
     if summary.dashboard:

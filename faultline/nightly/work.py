@@ -1,8 +1,10 @@
 """One unit of nightly work: analyse one incident with one method, store it, score it when the truth is known.
 
-Plain functions over a DuckDB connection (a cursor of the run's connection); the Prefect tasks in
-`tasks/nightly.py` wrap them with names, retries and concurrency. A unit either returns an `Outcome`
-or raises — the flow turns a raise into a `run_failures` row and a ``failed`` ledger entry.
+Plain functions over a DuckDB connection (a cursor of the run's connection); `Night.run_unit`
+(`faultline.nightly.night`) runs one and records it in the ledger, and the Prefect tasks in
+`tasks/nightly.py` wrap that with names, retries and concurrency. A unit either returns an `Outcome`
+or raises — once its retries are spent, `Night.record_failure` turns the raise into a `run_failures`
+row and a ``failed`` ledger entry.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from faultline.config import Settings
 from faultline.errors import FaultlineError
-from faultline.nightly.backlog import BacklogItem
+from faultline.nightly.backlog import BacklogItem, Method, NetworkBackend
 
 
 class Outcome(BaseModel):
@@ -24,7 +26,7 @@ class Outcome(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     incident_id: str
-    method: str  # astra | sade
+    method: Method
     label: str | None = None  # the fault named (ASTRA: report label or category; SADE: v1 root cause)
     devices: list[str] = []
     scored: bool = False  # ground truth existed and evaluations were written
@@ -62,7 +64,8 @@ def run_astra(settings: Settings, conn: duckdb.DuckDBPyConnection, item: Backlog
 
 
 def run_sade(settings: Settings, conn: duckdb.DuckDBPyConnection, item: BacklogItem, *,
-             network_backend: str = "snapshot", llm_model: str | None = None, run_id: str | None = None) -> Outcome:
+             network_backend: NetworkBackend = "snapshot", llm_model: str | None = None,
+             run_id: str | None = None) -> Outcome:
     """SADE's diagnosis for one incident on its network backend, stored, scored when the truth is known."""
     from faultline.nika.labels import skill_of
     from faultline.sade.backend import lab_backend, snapshot_backend
@@ -73,7 +76,8 @@ def run_sade(settings: Settings, conn: duckdb.DuckDBPyConnection, item: BacklogI
     started = time.perf_counter()
     if network_backend == "snapshot":
         if not item.snapshot_path:
-            raise FaultlineError(f"{item.incident_id} has no recorded snapshot", fix="record one or use the lab backend")
+            raise FaultlineError(f"{item.incident_id} has no recorded snapshot",
+                                 fix="record one or use the lab backend")
         backend = snapshot_backend(Path(item.snapshot_path))
     elif network_backend == "lab":
         backend = lab_backend(settings)
