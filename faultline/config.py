@@ -155,6 +155,10 @@ class Settings(BaseSettings):
         "need them are skipped and benchmarks that need them stop and say so."
     )
 
+    def dashboards_folder(self) -> Path:
+        """Where the dashboards go: `dashboards_dir`, else `dashboards/` beside the warehouse file."""
+        return self.dashboards_dir or Path(self.duckdb_path).parent / "dashboards"
+
     @classmethod
     def settings_customise_sources(
         cls,

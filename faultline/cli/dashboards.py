@@ -25,7 +25,7 @@ def build_command(
     from faultline.marts import refresh_marts
 
     settings = ctx.obj
-    target = out or getattr(settings, "dashboards_dir", None) or Path(settings.duckdb_path).parent / "dashboards"
+    target = out or settings.dashboards_folder()
     conn = db.open_warehouse(settings)
     try:
         if refresh:
