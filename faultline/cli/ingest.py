@@ -1,4 +1,4 @@
-"""`faultline ingest tickets|logs|docs|incidents PATH...`."""
+"""`faultline ingest tickets|logs|docs|incidents PATH...` and `faultline ingest inventory FOLDER`."""
 
 from __future__ import annotations
 
@@ -112,4 +112,25 @@ def incidents_command(
         for incident, error in data["failed"].items():
             typer.echo(f"  {incident}: {error}")
     if data["failed"]:
+        raise typer.Exit(1)
+
+
+@app.command("inventory")
+def inventory_command(
+    ctx: typer.Context,
+    path: Path = typer.Argument(..., help="Inventory folder holding hosts.yaml (groups.yaml, defaults.yaml optional)."),
+    name: str | None = typer.Option(None, "--name", help="Inventory name; the folder's name when omitted."),
+    force: bool = _FORCE, as_json: bool = _JSON,
+) -> None:
+    """A nornir-style SimpleInventory folder: hosts and links replace that inventory's snapshot (docs/inventory.md)."""
+    from faultline import db
+    from faultline.inventory.ingest import ingest_inventory
+
+    conn = db.open_warehouse(ctx.obj)
+    report = ingest_inventory(conn, ctx.obj, path, name=name, force=force).as_dict()
+    if as_json:
+        print_json(report)
+    else:
+        print_report(report)
+    if report["totals"]["failed_files"]:
         raise typer.Exit(1)
