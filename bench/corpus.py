@@ -1,11 +1,12 @@
 """Incident corpus: incidents generated per minute, time per stage, snapshot and log sizes.
 
-Either generates a suite now (root; one lab at a time) or summarises a corpus already generated
+Either generates a suite now (root; one lab at a time, or `--jobs N` labs at once as
+`faultline corpus generate --jobs N` does) or summarises a corpus already generated
 (`--from DIR`, no root), reading each incident's own timings and sizes from its incident.json.
 Stages: build (lab up to healthy), baseline (healthy snapshot), inject_verify, record (incident
 snapshot + device logs), ticket, recover (to healthy), teardown.
 
-    sudo .venv/bin/python bench/corpus.py --suite tiny [--json]
+    sudo .venv/bin/python bench/corpus.py --suite tiny [--jobs 2] [--json]
     .venv/bin/python bench/corpus.py --from data/sample [--json]
 """
 
@@ -62,6 +63,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", help="generate this suite now (root)")
     parser.add_argument("--from", dest="source", type=Path, help="summarise an existing corpus folder")
+    parser.add_argument("--jobs", type=int, default=1, help="labs at once when generating (worker processes)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if bool(args.suite) == bool(args.source):
@@ -70,19 +72,23 @@ def main() -> None:
         from faultline.config import Settings
         from faultline.corpus.generate import generate_suite
         from faultline.corpus.spec import load_suite
+        from faultline.lab import locks
 
         out = Path(tempfile.mkdtemp(prefix="faultline-bench-corpus-"))
         settings = Settings(lab_dir=Path(f"/tmp/faultline-bench-corpus-lab-{os.getpid()}"), progress=False)
-        t0 = time.monotonic()
-        generate_suite(load_suite(args.suite), out, settings)
-        result = summarise(load_incidents(out), time.monotonic() - t0)
-        result["out"] = str(out)
+        with locks.machine_lock(notify=lambda message: print(message, file=sys.stderr)):
+            t0 = time.monotonic()
+            generate_suite(load_suite(args.suite), out, settings, jobs=args.jobs)
+            wall = time.monotonic() - t0
+        result = summarise(load_incidents(out), wall)
+        result["out"], result["jobs"] = str(out), args.jobs
     else:
         result = summarise(load_incidents(args.source))
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"{result['incidents']} incidents ({result['valid']} valid) in {result['seconds']} s: "
+    jobs = f" with {result['jobs']} labs at once" if result.get("jobs", 1) > 1 else ""
+    print(f"{result['incidents']} incidents ({result['valid']} valid) in {result['seconds']} s{jobs}: "
           f"{result['incidents_per_minute']} incidents/min")
     print("mean seconds per stage (valid incidents): "
           + ", ".join(f"{k.removesuffix('_s')} {v}" for k, v in result["stage_mean_s"].items()))

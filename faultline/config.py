@@ -7,16 +7,22 @@ Precedence: explicit argument > environment (``FAULTLINE_*``) > config file (TOM
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+# one hyphen, at the end: then no lab prefix is the start of another lab's namespace names ("fl-", "fl1-")
+LAB_PREFIX_PATTERN = re.compile(r"[a-z][a-z0-9]{0,9}-")
+LAB_PREFIX_RULE = ("2-11 characters: a lowercase letter, then lowercase letters or digits, ending with one '-' "
+                   "(e.g. fl2-)")
 
 
 class Settings(BaseSettings):
@@ -87,6 +93,12 @@ class Settings(BaseSettings):
         Path("var/lab"),
         description="Run dir of the network lab: state file, FRR configs, pid files, sockets, logs.",
     )
+    lab_prefix: str = Field(
+        "fl-",
+        description="Prefix of the lab's network namespaces (`<prefix><device>`): labs with different prefixes "
+        "and lab_dirs run side by side, and `lab down --all` removes only this prefix's leftovers. 2-11 "
+        "characters: a lowercase letter, lowercase letters or digits, one '-' at the end.",
+    )
 
     # --- LLM gateway and ASTRA agents (faultline/llm, faultline/astra/prefetch.py, agents/) ---
     llm_retries: int = Field(
@@ -114,6 +126,28 @@ class Settings(BaseSettings):
     docs_mcp_url: str = Field(
         "", description="URL of a docs MCP server (streamable HTTP) for the DomainKnowledgeAgent; empty "
         "spawns `faultline mcp docs` over stdio."
+    )
+
+    # --- log scope: which lines of the log archive belong to a ticket (faultline/scope) ---
+    log_timezone: str = Field(
+        "UTC", description="Time zone (IANA name) of log timestamps that carry none — the syslog collector's "
+        "clock; a device whose clock runs off by whole hours is detected from its logs."
+    )
+    ticket_timezone: str = Field(
+        "", description="Time zone (IANA name) the tickets' own words use (\"since 01:20\"); empty: log_timezone."
+    )
+    scope_lookback_minutes: int = Field(
+        30, ge=1, description="Without a time in the ticket: how far before its creation the scope's window starts."
+    )
+    scope_around_minutes: int = Field(
+        15, ge=1, description="Half-width of the window around a time the ticket names (\"around 10:28\")."
+    )
+    scope_after_minutes: int = Field(
+        5, ge=0, description="How far after the ticket's creation (or a named time's end) the window reaches."
+    )
+    scope_widen_minutes: int = Field(
+        30, ge=0, description="How much a follow-up round widens the window on each side when the narrow scope "
+        "gave the log analysis nothing to name."
     )
 
     # --- SADE network diagnosis (faultline/sade; llm policy in faultline/sade/llm_policy.py) ---
@@ -154,6 +188,26 @@ class Settings(BaseSettings):
         "ZooKeeper tickets, FRR docs, RFCs), filled by scripts/fetch_data.sh (docs/data.md). Unset: tests that "
         "need them are skipped and benchmarks that need them stop and say so."
     )
+
+    @field_validator("log_timezone", "ticket_timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        if value:
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError) as exc:
+                raise ValueError(f"unknown time zone {value!r}: use an IANA name such as UTC or "
+                                 "America/Los_Angeles") from exc
+        return value
+
+    @field_validator("lab_prefix")
+    @classmethod
+    def _valid_lab_prefix(cls, value: str) -> str:
+        if not LAB_PREFIX_PATTERN.fullmatch(value):
+            raise ValueError(f"lab prefix {value!r} is invalid: {LAB_PREFIX_RULE}")
+        return value
 
     def dashboards_folder(self) -> Path:
         """Where the dashboards go: `dashboards_dir`, else `dashboards/` beside the warehouse file."""

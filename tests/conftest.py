@@ -152,10 +152,11 @@ LAB_LOCK = Path("/tmp/faultline-lab.lock")
 
 @pytest.fixture(scope="session", autouse=True)
 def _one_lab_session_at_a_time(request: pytest.FixtureRequest):
-    """Only one lab fits on a machine (shared `fl-` prefix, `down --all`): a root session that will build
-    labs takes a host lock first; one without lab tests never waits for it.
+    """Lab tests use the default `fl-` prefix and run dir names (and time-sensitive symptoms): a root session
+    that will build labs takes the machine lock first; one without lab tests never waits for it.
 
-    Anyone else driving labs by hand on the same machine wraps the command in `flock /tmp/faultline-lab.lock`.
+    Anyone else driving labs by hand on the same machine wraps the command in `flock /tmp/faultline-lab.lock`;
+    `faultline corpus generate` takes it itself (faultline/lab/locks.py, docs/lab.md#several-labs-at-once).
     """
     import fcntl
 

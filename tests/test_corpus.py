@@ -83,7 +83,9 @@ def test_valid_incidents_have_every_artifact_and_the_truth_of_their_spec(corpus)
         folder = out / incident
         for name in ("incident.json", "ticket.json", "ground_truth.json", "baseline.json.gz", "snapshot.json.gz"):
             assert (folder / name).is_file(), (incident, name)
-        assert any((folder / "logs").glob("router1/*.log.gz"))
+        assert not (folder / "logs").exists() and not (folder / ".syslog.jsonl.gz").exists()  # merged, then gone
+    archived = {p.parent.name for p in (out / "archive").glob("*/*.log.gz")}
+    assert {"router1", "router2"} <= archived  # simple_bgp's hosts run no daemons
     healthy = json.loads((out / "ci-001" / "ground_truth.json").read_text())
     assert healthy["v1"]["is_anomaly"] is False
     down = json.loads((out / "ci-002" / "ground_truth.json").read_text())
@@ -129,8 +131,15 @@ def test_ingest_loads_the_corpus_idempotently_and_quarantines_the_invalid_one(co
     assert before[:3] == (3, 3, 3) and before[3] > 0 and before[4] == 1
     again = ingest_incidents(conn, settings, [out])
     assert counts() == before and {f.status for f in again.files} == {"unchanged"}
-    hosts = {r[0] for r in conn.execute("select distinct host from log_lines where incident_id = 'ci-003'").fetchall()}
+    # the archive is ordinary logs: no incident id, the devices named by the lines themselves
+    assert conn.execute("select count(*) from log_lines where incident_id is not null").fetchone() == (0,)
+    hosts = {r[0] for r in conn.execute("select distinct host from log_lines").fetchall()}
     assert {"router1", "router2"} <= hosts
+    # ci-003's lines sit in its own slot of the suite's timeline (the third hour from the epoch)
+    slot = conn.execute("""select min(ts), max(ts) from log_lines
+                           where ts >= timestamp '2026-01-05 02:00:00' and ts < timestamp '2026-01-05 03:00:00'
+                           and message like '%ADJCHANGE%'""").fetchone()
+    assert slot[0] is not None, "ci-003's BGP adjacency lines are not in its slot"
     truth = conn.execute("select labels, devices from ground_truth where incident_id = 'ci-003'").fetchone()
     assert truth == (["bgp_acl_block"], ["router1"])
 
@@ -187,18 +196,3 @@ def test_coverage_counts_labels_per_scenario_and_size_and_skips_invalid(tmp_path
     assert table["labels"]["link_down"] == {"simple_bgp/s": 1, "dc_clos_bgp/m": 1}
     text = render_markdown(table)
     assert "| link_down | 1 | 1 | 2 |" in text and "| (healthy) |" in text
-
-
-def test_a_flooded_log_keeps_only_its_last_whole_lines(tmp_path):
-    import gzip
-
-    from faultline.corpus.generate import copy_tail
-
-    source = tmp_path / "access.log"
-    source.write_text("".join(f"10.1.0.10 - - GET /big.bin {i}\n" for i in range(5000)))
-    small, big = tmp_path / "small.log.gz", tmp_path / "big.log.gz"
-    assert copy_tail(source, small, 10**9) is False and gzip.decompress(small.read_bytes()) == source.read_bytes()
-    assert copy_tail(source, big, 4096) is True
-    kept = gzip.decompress(big.read_bytes()).decode()
-    assert len(kept) <= 4096 and kept.splitlines()[-1].endswith(" 4999")
-    assert all(line.startswith("10.1.0.10 - - GET") for line in kept.splitlines())  # no half line at the cut

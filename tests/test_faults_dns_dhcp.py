@@ -226,13 +226,16 @@ def test_dhcp_check_is_read_only(labs):
     state, ctx = labs.get("ospf_enterprise_dhcp")
     topo = build_topology(state.scenario, state.size)
     host, server_dir = "host_1_1_1_1", service_dir(Path(state.run_dir), "dhcp_server")
-    log = (server_dir / "dnsmasq.log").read_text()
+    server_log = Path(state.run_dir, "syslog", "dhcp_server", "messages")  # the lab's syslog collector
+    log = server_log.read_text()
     before = dc.client_state(namespace_name(host), host)
     check = run_probe(ctx, "dhcp_check", src=host).record
     assert (check.status, check.acked_ip, check.server) == (
         "ok", dc.healthy_client(topo, host).address.split("/")[0], main_ip(topo.nodes["dhcp_server"]))
     assert dc.client_state(namespace_name(host), host) == before  # interface, route, resolv.conf untouched
-    new_log = (server_dir / "dnsmasq.log").read_text()[len(log):]
+    deadline = time.monotonic() + 5  # the collector files a line a moment after dnsmasq sends it
+    while "DHCPACK" not in (new_log := server_log.read_text()[len(log):]) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert "DHCPACK" in new_log and "DHCPRELEASE" not in new_log  # asked, and released nothing
     assert host in (server_dir / "leases").read_text()
     # a device with no DHCP server on its LAN and no reservation gets nothing

@@ -20,16 +20,28 @@ def generate_command(
     out: Path = typer.Option(..., "--out", help="Output folder (one subfolder per incident)."),
     only: Optional[list[str]] = typer.Option(None, "--only", help="Generate only these incident ids."),
     as_json: bool = typer.Option(False, "--json", help="Print the per-incident results as JSON."),
+    jobs: int = typer.Option(
+        1, "--jobs", "-j", min=1, max=16,
+        help="Labs built at once: N worker processes, worker j with lab prefix fl<j>- (from lab_prefix) and run "
+             "dir <lab_dir>/fl<j>. Each lab still needs its share of the CPU: on 2 cores, 2 is the useful most."),
 ) -> None:
-    """Generate every incident of a suite: lab up, baseline, inject, verify, record, recover, down."""
+    """Generate every incident of a suite: lab up, baseline, inject, verify, record, recover, down.
+
+    Holds /tmp/faultline-lab.lock for the whole run (unless a parent such as `flock` already holds it),
+    so tests and other generation runs on the machine wait; with --jobs each worker also holds the
+    lock of its own lab prefix.
+    """
     from faultline.corpus.generate import generate_suite
     from faultline.corpus.spec import load_suite
+    from faultline.lab import locks
     from faultline.lab.lifecycle import require_root
 
     spec = load_suite(suite)
     require_root()
     settings = ctx.obj
-    results = generate_suite(spec, out, settings, progress=settings.progress and not as_json, only=only)
+    with locks.machine_lock(notify=lambda message: typer.echo(message, err=True)):
+        results = generate_suite(spec, out, settings, progress=settings.progress and not as_json, only=only,
+                                 jobs=jobs)
     rows = [{"incident": r.incident_id, "status": r.status, "reason": r.reason or "",
              "seconds": round(sum(r.timings.values()), 1)} for r in results]
     if as_json:

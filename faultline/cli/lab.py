@@ -28,8 +28,9 @@ def up_command(
 @app.command("down")
 def down_command(
     ctx: typer.Context,
-    all_: bool = typer.Option(False, "--all", help="Also remove every fl-* namespace and its processes, "
-                              "with or without a state file (after a crash)."),
+    all_: bool = typer.Option(False, "--all", help="Also remove every namespace with this lab's prefix (lab_prefix, "
+                              "fl- by default) and its processes, with or without a state file (after a crash); "
+                              "labs with other prefixes are left alone."),
 ) -> None:
     """Stop the lab's processes (by PID), delete its namespaces and remove its run dir."""
     from faultline.lab import lifecycle as lab
@@ -148,3 +149,35 @@ def faults_command(
         return
     print_table(["label", "category", "feasible", "status", "scenarios", "mechanism"],
                 [(i.label, i.category, i.feasible, i.status, " ".join(where.get(i.label, [])), i.how) for i in rows])
+
+
+@app.command("inventory")
+def inventory_command(
+    ctx: typer.Context,
+    scenario: str = typer.Option(None, "--scenario", help="Scenario to describe (default: the running lab's)."),
+    size: str = typer.Option(None, "--size", help="Lab size: s, m or l (default: the running lab's, else s)."),
+    out: str = typer.Option(None, "--out", help="Folder to write (default: inventory/<scenario>_<size>)."),
+) -> None:
+    """Write a lab topology as a nornir-style inventory folder (no root, no running lab needed).
+
+    Load it with `faultline ingest inventory FOLDER`.
+    """
+    from pathlib import Path
+
+    from faultline.errors import FaultlineError
+    from faultline.lab.access import status
+    from faultline.lab.inventory import write_lab_inventory
+    from faultline.lab.scenarios import build_topology
+
+    if scenario is None:
+        state = status(ctx.obj)
+        if state is None:
+            raise FaultlineError("no --scenario given and no lab is up",
+                                 fix="pass --scenario, e.g. `faultline lab inventory --scenario simple_bgp`")
+        scenario, size = state.scenario, size or state.size
+    size = size or "s"
+    topo = build_topology(scenario, size)
+    folder = Path(out) if out else Path("inventory") / f"{scenario}_{size}"
+    written = write_lab_inventory(topo, folder)
+    typer.echo(f"wrote the inventory of {scenario} ({size}): {len(topo.nodes)} hosts to {folder} "
+               f"({', '.join(p.name for p in written)})")

@@ -4,8 +4,9 @@ For each spec of a suite, in its own folder `<out>/<incident_id>/`:
 
 * `baseline.json.gz` — a snapshot of the healthy lab (every probe on every device);
 * `snapshot.json.gz` — the same battery once the fault is verified (symptom observable);
-* `logs/<device>/<file>` — the devices' own logs over the incident (FRR daemons, dnsmasq, nginx,
-  udhcpc), in formats the log ingestion parses;
+* `.syslog.jsonl.gz` — staged: what the lab's syslog collector received from every device over the
+  incident (FRR daemons, dnsmasq, nginx, udhcpc), merged into the suite's archive
+  (`<out>/archive/<device>/<date>.log.gz`, `faultline.corpus.archive`) once every incident is done;
 * `ticket.json` — what an operator would file (symptom-level; a resolution only for historical suites);
 * `ground_truth.json` — NIKA v1/v2 truth, category, and the resolution note (evaluation only);
 * `incident.json` — the spec, the status (`valid` | `invalid` with the reason), stage timings, sizes.
@@ -13,16 +14,21 @@ For each spec of a suite, in its own folder `<out>/<incident_id>/`:
 A fault that does not verify makes the incident `invalid` (recorded with why, never a normal
 incident); any other failure is recorded the same way and the suite goes on. The lab is always
 brought down, whatever happened.
+
+Every incident sits in its own slot of the suite's timeline (`Suite.slot_start`): its collector lines,
+ticket times, symptom observations, incident.json stamps and snapshot times are all moved by one delta
+(slot start - the moment the incident's lab began to come up).
 """
 
 from __future__ import annotations
 
-import gzip
+import functools
 import json
 import random
 import shutil
 import time
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -33,8 +39,6 @@ from faultline.corpus.spec import IncidentSpec, Suite
 from faultline.errors import FaultlineError
 
 INCIDENT_FILE = "incident.json"
-LOG_SUFFIXES = (".log", ".out")
-MAX_LOG_BYTES = 512 * 1024  # per file: the end of the incident is what matters (keeps the corpus small)
 
 
 @dataclass
@@ -48,42 +52,14 @@ class IncidentResult:
     sizes: dict[str, int] = field(default_factory=dict)
 
 
-def copy_tail(source: Path, target: Path, limit: int) -> bool:
-    """Copy `source` gzipped to `target`, only its last whole lines within `limit` bytes if longer; True if cut.
-
-    Logs are stored gzipped (the log ingestion reads .gz directly): the corpus stays small in git.
-    """
-    size = source.stat().st_size
-    with open(source, "rb") as fh:
-        if size > limit:
-            fh.seek(size - limit)
-        data = fh.read()
-    if size > limit:
-        data = data[data.find(b"\n") + 1:]
-    target.write_bytes(gzip.compress(data, mtime=0))
-    return size > limit
-
-
-def collect_logs(run_dir: Path, dest: Path) -> dict[str, int]:
-    """Copy every device log of the lab into `dest/<device>/`; returns bytes per device."""
-    from faultline.lab.namespaces import LAB_PREFIX
-
-    sizes: dict[str, int] = {}
-    sources = [(p.parent.name.removeprefix(LAB_PREFIX), p) for p in (run_dir / "frr").glob("*/*")]
-    sources += [(p.parent.name, p) for p in (run_dir / "svc").glob("*/*")]
-    for device, path in sorted(sources):
-        if not path.is_file() or not path.name.endswith(LOG_SUFFIXES) or path.stat().st_size == 0:
-            continue
-        target = dest / device / f"{path.name}.gz"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        copy_tail(path, target, MAX_LOG_BYTES)
-        sizes[device] = sizes.get(device, 0) + target.stat().st_size
-    return sizes
-
-
 def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings: Settings, *,
-                      historical: bool = False, backdate_days: int = 0, timeout: float = 90.0) -> IncidentResult:
-    """Generate one incident into `out/<incident_id>/` (replacing an earlier attempt)."""
+                      historical: bool = False, slots: Mapping[str, datetime] | None = None,
+                      timeout: float = 90.0) -> IncidentResult:
+    """Generate one incident into `out/<incident_id>/` (replacing an earlier attempt).
+
+    `slots`: where each incident begins on its suite's timeline (`Suite.slots()`); every time this one
+    records is moved by one delta onto its slot. Without a slot the lab's own clock is kept.
+    """
     from faultline.lab import faults
     from faultline.lab import lifecycle as lab
     from faultline.lab.access import names_and_urls
@@ -106,6 +82,10 @@ def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings:
 
     names, urls = names_and_urls(spec.scenario, spec.size)
     state = None
+    real_start = datetime.fromisoformat(_now())  # to the millisecond, as every stamp: lab_up_at = the slot's start
+    slot_start = (slots or {}).get(incident_id)
+    shift = (slot_start - real_start) if slot_start is not None else timedelta(0)
+    stamps["lab_up_at"] = real_start.isoformat(timespec="milliseconds")
     try:
         state = lab.up(spec.scenario, spec.size, settings, timeout=timeout)
         ctx = lab.probe_context(state, settings)
@@ -114,6 +94,7 @@ def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings:
         calls = snapshot.standard_calls(ctx, protocol, names=names, urls=urls)
         stamps["window_start"] = _now()
         base, base_out = snapshot.record(ctx, calls, scenario=spec.scenario, size=spec.size, phase="baseline")
+        base.taken_at = _shift_iso(base.taken_at, shift)
         result.sizes["baseline_bytes"] = snapshot.save(base, folder / "baseline.json.gz")
         stage("baseline_s")
         stamps["fault_at"] = _now()
@@ -124,13 +105,13 @@ def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings:
             faults.verify(state, ctx)
         stage("inject_verify_s")
         snap, snap_out = snapshot.record(ctx, calls, scenario=spec.scenario, size=spec.size, phase="incident")
+        snap.taken_at = _shift_iso(snap.taken_at, shift)
         result.sizes["snapshot_bytes"] = snapshot.save(snap, folder / "snapshot.json.gz")
         stamps["recorded_at"] = _now()
         truth = faults.ground_truth(state)
-        result.sizes["log_bytes"] = sum(collect_logs(Path(state.run_dir), folder / "logs").values())
         stage("record_s")
-        _write_ticket_and_truth(spec, incident_id, folder, state, truth, snap_out, base_out, stamps, historical,
-                                backdate_days)
+        _write_ticket_and_truth(spec, incident_id, folder, state, truth, snap_out, base_out,
+                                datetime.fromisoformat(stamps["recorded_at"]) + shift, historical)
         stage("ticket_s")
         if spec.faults:
             faults.recover(state, timeout=timeout)
@@ -143,6 +124,8 @@ def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings:
         result.status = "invalid"
         result.reason = f"{type(exc).__name__}: {exc}; {traceback.format_exc(limit=3).strip().splitlines()[-1]}"
     finally:
+        # the collector's lines from lab up to now (teardown), before `down` removes the collector
+        result.sizes.update(_stage_syslog(state, folder, real_start, shift))
         try:
             lab.down(settings, all=state is None)
         except Exception as exc:  # noqa: BLE001 - recorded; the next `up` would refuse loudly anyway
@@ -151,24 +134,47 @@ def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings:
     if result.status == "invalid":
         for name in ("ticket.json", "ground_truth.json", "snapshot.json.gz"):
             (folder / name).unlink(missing_ok=True)
+    stamps["lab_down_at"] = _now()
     _write_json(folder / INCIDENT_FILE, {
         "incident_id": incident_id, "spec": spec.model_dump(), "historical": historical, "status": result.status,
-        "reason": result.reason, "timings": result.timings, "sizes": result.sizes, **stamps,
-        "scenario": spec.scenario, "size": spec.size, "seed": spec.seed,
+        "reason": result.reason, "timings": result.timings, "sizes": result.sizes,
+        **{key: _shift_iso(value, shift) for key, value in stamps.items()},
+        "time_shift_s": round(shift.total_seconds(), 6), "scenario": spec.scenario, "size": spec.size,
+        "seed": spec.seed,
     })
     return result
 
 
 def generate_suite(suite: Suite, out: Path, settings: Settings, *, progress: bool = False,
-                   only: list[str] | None = None) -> list[IncidentResult]:
-    """Generate every incident of `suite` (or the ids in `only`) into `out/`, one lab at a time."""
+                   only: list[str] | None = None, jobs: int = 1) -> list[IncidentResult]:
+    """Generate every incident of `suite` (or the ids in `only`) into `out/`; results in suite order.
+
+    `jobs` 1: one lab at a time, with the settings' lab_prefix and lab_dir. More: that many worker
+    processes, each with a lab of its own (`faultline.corpus.parallel`).
+    """
     from faultline.progress import track
 
     pairs = [(i, s) for i, s in zip(suite.incident_ids(), suite.incidents) if not only or i in only]
-    results = []
-    for incident_id, spec in track(pairs, description=f"suite {suite.suite}", enabled=progress):
-        results.append(generate_incident(spec, incident_id, out, settings, historical=suite.historical,
-                                         backdate_days=suite.backdate_days))
+    if jobs > 1:
+        from faultline.corpus.parallel import run_in_labs
+
+        work = functools.partial(generate_incident, out=out, historical=suite.historical,
+                                 slots=suite.slots())
+        lost = functools.partial(_lost_incident, out=out, historical=suite.historical)
+        runs = run_in_labs([(spec, incident_id) for incident_id, spec in pairs], settings, jobs=jobs, work=work,
+                           lost=lost, labs=[(spec.scenario, spec.size) for _, spec in pairs])
+        done = dict(track(runs, description=f"suite {suite.suite} ({jobs} labs)", enabled=progress, total=len(pairs)))
+        results = [done[position] for position in range(len(pairs))]
+    else:
+        results = []
+        for incident_id, spec in track(pairs, description=f"suite {suite.suite}", enabled=progress):
+            results.append(generate_incident(spec, incident_id, out, settings, historical=suite.historical,
+                                             slots=suite.slots()))
+    # the collector's archive of the whole suite, from every incident's staged lines (faultline.corpus.archive)
+    from faultline.corpus.archive import assemble_archive
+
+    assemble_archive(out, suite)
+    write_inventories(out, suite)
     # the suite's summary: merged with an earlier run's, so `--only` reruns keep the other incidents
     summary = out / f"suite-{suite.suite}.json"
     known = {i["incident_id"]: i for i in json.loads(summary.read_text())["incidents"]} if summary.is_file() else {}
@@ -178,6 +184,38 @@ def generate_suite(suite: Suite, out: Path, settings: Settings, *, progress: boo
     _write_json(summary, {"suite": suite.suite, "historical": suite.historical,
                           "incidents": [known[i] for i in sorted(known)]})
     return results
+
+
+def _lost_incident(item: tuple[IncidentSpec, str], reason: str, *, out: Path, historical: bool) -> IncidentResult:
+    """The invalid result, and incident.json, of an incident whose worker process died generating it."""
+    spec, incident_id = item
+    folder = out / incident_id
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("ticket.json", "ground_truth.json", "snapshot.json.gz"):
+        (folder / name).unlink(missing_ok=True)
+    _write_json(folder / INCIDENT_FILE, {
+        "incident_id": incident_id, "spec": spec.model_dump(), "historical": historical, "status": "invalid",
+        "reason": reason, "timings": {}, "sizes": {}, "scenario": spec.scenario, "size": spec.size, "seed": spec.seed,
+    })
+    return IncidentResult(incident_id, "invalid", reason)
+
+
+def inventory_name(scenario: str, size: str) -> str:
+    """The name of a lab network's inventory in a corpus (`<out>/inventory/<name>/`) and in the warehouse."""
+    return f"{scenario}_{size}"
+
+
+def write_inventories(out: Path, suite: Suite) -> list[Path]:
+    """The inventory of every network the suite ran (`<out>/inventory/<scenario>_<size>/`), as a NOC exports one."""
+    from faultline.lab.inventory import write_lab_inventory
+    from faultline.lab.scenarios import build_topology
+
+    written = []
+    for scenario, size in sorted({(spec.scenario, spec.size) for spec in suite.incidents}):
+        folder = out / "inventory" / inventory_name(scenario, size)
+        write_lab_inventory(build_topology(scenario, size), folder)
+        written.append(folder)
+    return written
 
 
 def ticket_record(ticket: Any, incident_id: str, spec: IncidentSpec) -> dict[str, Any]:
@@ -205,17 +243,16 @@ def _protocol(spec: IncidentSpec) -> str:
 
 
 def _write_ticket_and_truth(spec: IncidentSpec, incident_id: str, folder: Path, state: Any, truth: dict[str, Any],
-                            snap_out: list, base_out: list, stamps: dict[str, str], historical: bool,
-                            backdate_days: int = 0) -> None:
+                            snap_out: list, base_out: list, recorded: datetime, historical: bool) -> None:
+    """Ticket and ground truth; `recorded` is when the incident snapshot was taken, on the suite's timeline."""
     from faultline.corpus.symptoms import symptoms_from_probes
     from faultline.corpus.tickets import TicketFacts, resolution_note, write_ticket
 
-    recorded = datetime.fromisoformat(stamps["recorded_at"])
-    symptoms = symptoms_from_probes(snap_out, base_out, observed_at=recorded - timedelta(days=backdate_days))
+    symptoms = symptoms_from_probes(snap_out, base_out, observed_at=recorded)
     devices = [(d.name, d.role) for d in state.devices()]
     rng = random.Random(f"ticket:{incident_id}:{spec.seed}")
     # people file a few minutes after they notice, not at the instant the fault lands
-    filed = recorded + timedelta(minutes=rng.randint(2, 20)) - timedelta(days=backdate_days)
+    filed = recorded + timedelta(minutes=rng.randint(2, 20))
     facts = TicketFacts(incident_id=incident_id, scenario=spec.scenario, size=spec.size, opened_at=filed,
                         devices=devices, symptoms=symptoms, healthy=spec.healthy, ground_truth=truth,
                         historical=historical)
@@ -230,6 +267,25 @@ def _write_ticket_and_truth(spec: IncidentSpec, incident_id: str, folder: Path, 
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _shift_iso(value: str, shift: timedelta) -> str:
+    """An ISO time stamp moved onto the suite's timeline (same precision, UTC)."""
+    when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return (when + shift).astimezone(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _stage_syslog(state: Any, folder: Path, start: datetime, shift: timedelta) -> dict[str, int]:
+    """Stage what the lab's collector received over the incident (an empty file when the lab never came up)."""
+    from faultline.corpus.archive import stage_incident
+    from faultline.lab.syslog import collected, syslog_dir
+
+    lines = collected(syslog_dir(Path(state.run_dir))) if state is not None else iter(())
+    try:
+        return stage_incident(lines, folder, start=start, end=datetime.now(timezone.utc), delta=shift)
+    except OSError:  # a collector that never wrote: nothing to stage
+        return stage_incident(iter(()), folder, start=start, end=start, delta=shift)
 
 
 def _write_json(path: Path, data: Any) -> None:

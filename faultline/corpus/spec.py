@@ -4,6 +4,8 @@ A suite file::
 
     suite: tiny            # name (also the incident id prefix)
     historical: false      # true: incidents become resolved tickets with resolution notes
+    epoch: 2026-01-05T00:00:00Z   # where the suite's timeline starts (incident k: epoch + k * slot_minutes)
+    slot_minutes: 60       # each incident's slot on the timeline: longer than any incident takes
     incidents:
       - {scenario: simple_bgp, size: s, seed: 1, healthy: true}
       - {scenario: simple_bgp, size: s, seed: 2, faults: [{label: link_down, target: pc1}]}
@@ -16,15 +18,17 @@ Built-in suites live in `faultline/corpus/suites/NAME.yml` and can be named inst
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from faultline.errors import FaultlineError
 
 SUITES_DIR = Path(__file__).with_name("suites")
+DEFAULT_EPOCH = datetime(2026, 1, 5, tzinfo=timezone.utc)
 
 
 class FaultSpec(BaseModel):
@@ -63,10 +67,37 @@ class Suite(BaseModel):
 
     suite: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,40}$")
     historical: bool = False
-    # a history happened before the backlog: its tickets are filed (and resolved) this many days before the
-    # lab recorded them, so "resolved before the incident was opened" holds against a backlog made later
-    backdate_days: int = Field(0, ge=0, le=3650)
+    # the suite's own timeline: incident k's logs, ticket and stamps are moved into the slot
+    # [epoch + k * slot_minutes, +slot_minutes), so a suite's incidents never overlap in the syslog archive.
+    # A history suite's epoch lies far enough before its backlog's that every history ticket is resolved
+    # before any backlog ticket is opened.
+    epoch: datetime = DEFAULT_EPOCH
+    slot_minutes: int = Field(60, ge=10, le=24 * 60)
     incidents: list[IncidentSpec]
+
+    @field_validator("epoch")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            raise ValueError("give the epoch with its offset, e.g. 2026-01-05T00:00:00Z")
+        return value.astimezone(timezone.utc)
+
+    def slots(self) -> dict[str, datetime]:
+        """Each incident id -> where its slot starts (by its place in the suite, so `--only` keeps it)."""
+        return {incident_id: self.slot_start(k) for k, incident_id in enumerate(self.incident_ids())}
+
+    def slot_start(self, position: int) -> datetime:
+        """Where the incident at `position` (0-based, its place in the suite) starts on the suite's timeline."""
+        return self.epoch + position * self.slot
+
+    @property
+    def slot(self) -> timedelta:
+        """The length of one incident's slot."""
+        return timedelta(minutes=self.slot_minutes)
+
+    def end(self) -> datetime:
+        """The end of the last incident's slot."""
+        return self.slot_start(len(self.incidents))
 
     def incident_ids(self) -> list[str]:
         """Each incident's id: the spec's own, else `<suite>-<nnn>` by position."""

@@ -1,9 +1,12 @@
 """`faultline ingest incidents DIR`: a generated corpus into the warehouse.
 
 Each incident folder (see `faultline.corpus.generate`) becomes: its ticket in `tickets` (through the
-ticket ingestion, so it is validated and quarantined like any ticket), its device logs in
-`log_lines` (host = the device, tagged with the incident id), one `incidents` row (scenario, size,
-seed, window, snapshot paths) and one `ground_truth` row. An invalid incident (its fault did not
+ticket ingestion, so it is validated and quarantined like any ticket), one `incidents` row (scenario,
+size, seed, window, snapshot paths) and one `ground_truth` row. The device logs are the suite's syslog
+archive (`<suite>/archive/<device>/<date>.log.gz`, what a NOC's collector keeps): ingested as ordinary
+logs, exactly as `faultline ingest logs` would, with no incident id. A corpus generated before the
+archive keeps per-incident `logs/<device>/<file>` folders: those are still read, host = the device,
+tagged with the incident id. An invalid incident (its fault did not
 verify) is not loaded: it is kept in `quarantine` with the generator's reason. Re-running changes
 nothing: files already ingested are skipped by the ledger and rows are upserted by incident id.
 """
@@ -20,12 +23,13 @@ import duckdb
 
 from faultline.config import Settings
 from faultline.errors import FaultlineError
-from faultline.ingest.api import FileReport, ingest_one
+from faultline.ingest.api import FileReport, expand_paths, ingest_one
 from faultline.ingest.reading import Reject
 from faultline.ingest.store import replace_quarantine
 from faultline.runs import finish_run, record_failure, start_run
 
 INCIDENT_FILE = "incident.json"
+ARCHIVE = "archive"  # a suite's syslog archive (faultline.corpus.archive)
 
 
 @dataclass
@@ -54,10 +58,35 @@ def incident_folders(paths: list[Path]) -> list[Path]:
             raise FaultlineError(f"{path} does not exist", fix="give a corpus folder written by `faultline corpus generate`")
         if path.is_file():
             raise FaultlineError(f"{path} is a file", fix="give the incident or corpus folder")
-        found += sorted(p.parent for p in path.rglob(INCIDENT_FILE))
+        found += sorted(p.parent for p in path.rglob(INCIDENT_FILE) if ARCHIVE not in p.relative_to(path).parts)
     if not found:
         raise FaultlineError(f"no incidents (no {INCIDENT_FILE}) under {', '.join(map(str, paths))}",
                              fix="generate some with `faultline corpus generate --suite tiny --out DIR`")
+    return found
+
+
+def archive_folders(paths: list[Path]) -> list[Path]:
+    """The syslog archives under `paths`: `<path>/archive` (a suite's output) or one level down (a corpus)."""
+    found: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            continue
+        for candidate in (path / ARCHIVE, *(child / ARCHIVE for child in sorted(path.iterdir()) if child.is_dir())):
+            if candidate.is_dir() and candidate not in found:
+                found.append(candidate)
+    return found
+
+
+def inventory_folders(paths: list[Path]) -> list[Path]:
+    """Inventory folders of suites under `paths`: `<path>/inventory/*/hosts.yaml` or one level down."""
+    found: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            continue
+        for root in (path / "inventory", *(child / "inventory" for child in sorted(path.iterdir()) if child.is_dir())):
+            for hosts in sorted(root.glob("*/hosts.yaml")) if root.is_dir() else []:
+                if hosts.parent not in found:
+                    found.append(hosts.parent)
     return found
 
 
@@ -74,7 +103,17 @@ def ingest_incidents(conn: duckdb.DuckDBPyConnection, settings: Settings, paths:
         except Exception as exc:  # noqa: BLE001 - recorded as a row; the batch goes on
             record_failure(conn, run_id=run_id, stage="ingest_incident", subject=str(folder), exc=exc)
             report.failed[folder.name] = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
-    status = "completed" if not report.failed else "completed_with_failures"
+    # the suites' syslog archives: ordinary logs, no incident id (the lines name their devices)
+    for log in expand_paths("logs", archive_folders(paths)):
+        report.files.append(ingest_one(conn, settings, "logs", log, run_id=run_id, force=force))
+    # the inventories of the networks the suites ran (`<suite>/inventory/<scenario>_<size>/hosts.yaml`)
+    from faultline.inventory.ingest import ingest_inventory
+
+    for folder in inventory_folders(paths):
+        inventory = ingest_inventory(conn, settings, folder, name=folder.name, force=force)  # its own run
+        report.files.extend(inventory.files)
+    failed_files = any(f.status == "failed" for f in report.files)
+    status = "completed" if not (report.failed or failed_files) else "completed_with_failures"
     finish_run(conn, run_id, status=status, stats=report.as_dict())
     return report
 
@@ -97,7 +136,7 @@ def _one(conn: duckdb.DuckDBPyConnection, settings: Settings, folder: Path, repo
     report.files.append(file_report)
     if file_report.status == "failed":
         raise FaultlineError(f"{ticket_file}: {file_report.error}", fix="see run_failures for the details")
-    for log in sorted((folder / "logs").glob("*/*")):
+    for log in sorted((folder / "logs").glob("*/*")):  # a corpus from before the syslog archive
         if log.is_file():
             report.files.append(ingest_one(conn, settings, "logs", log, run_id=report.run_id, force=force,
                                            incident_id=incident_id, host=log.parent.name))
@@ -111,7 +150,10 @@ def _upsert_incident(conn: duckdb.DuckDBPyConnection, folder: Path, incident_id:
                      ticket: dict[str, Any]) -> None:
     attributes = {"baseline_path": str((folder / "baseline.json.gz").resolve()), "spec": meta.get("spec"),
                   "timings": meta.get("timings"), "sizes": meta.get("sizes"), "fault_at": meta.get("fault_at"),
-                  "logs_dir": str((folder / "logs").resolve())}
+                  "lab_up_at": meta.get("lab_up_at"), "lab_down_at": meta.get("lab_down_at"),
+                  "inventory": f"{meta['scenario']}_{meta['size']}"}  # the network's inventory (faultline.scope)
+    if (folder / "logs").is_dir():  # a corpus from before the syslog archive
+        attributes["logs_dir"] = str((folder / "logs").resolve())
     conn.execute("DELETE FROM incidents WHERE incident_id = ?", [incident_id])
     conn.execute(
         "INSERT INTO incidents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

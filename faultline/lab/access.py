@@ -10,6 +10,7 @@ from pathlib import Path
 
 from faultline.config import Settings
 from faultline.lab.frr import router_dir
+from faultline.lab.namespaces import use_prefix
 from faultline.lab.scenarios import build_topology
 from faultline.lab.services import service_dir
 from faultline.lab.state import LabState, load_state
@@ -20,12 +21,16 @@ FRR_DAEMONS = {"zebra", "bgpd", "ospfd", "staticd", "ripd"}
 
 
 def status(settings: Settings) -> LabState | None:
-    """The current lab's state, or None when no lab is up."""
-    return load_state(Path(settings.lab_dir).resolve())
+    """The current lab's state, or None when no lab is up; its prefix becomes this process's lab prefix."""
+    state = load_state(Path(settings.lab_dir).resolve())
+    if state is not None:
+        use_prefix(state.prefix)
+    return state
 
 
 def probe_context(state: LabState, settings: Settings | None = None, runner: Runner | None = None) -> ProbeContext:
     """A ProbeContext for the running lab: its devices, each router's vty socket dir and readable FRR files."""
+    use_prefix(state.prefix)  # the router dirs are named after the lab's namespaces
     run_dir = Path(state.run_dir) if settings is None else Path(settings.lab_dir).resolve()
     routers = sorted(d.name for d in state.devices() if d.role == "router")
     dirs = {r: str(router_dir(run_dir, r)) for r in routers}

@@ -146,12 +146,12 @@ def read_neigh_limits() -> dict[str, int]:
     return {key: int(Path("/proc/sys", *key.split(".")).read_text()) for key in NEIGH_SYSCTLS}
 
 
-def raise_neigh_limits(topo: Topology) -> dict[str, int] | None:
-    """Raise the ARP limits if `topo` could come near them; returns the old values, or None if untouched.
+def raise_neigh_limits(topo: Topology, copies: int = 1) -> dict[str, int] | None:
+    """Raise the ARP limits if `copies` labs of `topo` could come near them; the old values, or None if untouched.
 
     The new values keep a wide margin (gc starts above thresh2, thresh3 is the hard limit).
     """
-    needed = neigh_entries_needed(topo)
+    needed = neigh_entries_needed(topo) * copies
     old = read_neigh_limits()
     if needed * 2 <= old[NEIGH_SYSCTLS[1]]:
         return None

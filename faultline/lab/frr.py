@@ -1,8 +1,14 @@
-"""FRR, one instance per router: config, pid, log and socket files all in the lab's run dir.
+"""FRR, one instance per router: config, pid and socket files all in the lab's run dir.
 
 Daemons are started directly (no watchfrr, so a killed daemon stays dead) with pathspace `-N NS`
 and every path overridden into `<run_dir>/frr/<NS>/`, so nothing lands in /etc/frr or /var/run/frr.
 FRR does keep crash-log buffers in /var/tmp/frr/<daemon>.<pid>; `extra_paths` lists them for removal.
+
+Each router's configuration is rendered whole (what `show running-config` shows) and written split,
+one file per daemon (`zebra.conf`, `bgpd.conf`, `ospfd.conf`, `ripd.conf`, `staticd.conf`), FRR's
+split-config mode: every daemon reads only lines it understands, so none logs "No such command" at
+start. Every daemon logs through syslog (`log syslog informational`) to the lab's collector
+(`faultline.lab.syslog`); there are no FRR log files.
 """
 
 from __future__ import annotations
@@ -16,15 +22,18 @@ from pathlib import Path
 from faultline.errors import FaultlineError
 from faultline.lab.builder import run
 from faultline.lab.namespaces import namespace_name
+from faultline.lab.syslog import logging_prefix
 from faultline.lab.topology import Topology
 
 FRR_BIN = Path("/usr/lib/frr")
 FRR_TMP = Path("/var/tmp/frr")
 PROTOCOL_DAEMONS = {"bgp": ("bgpd",), "ospf": ("ospfd",), "rip": ("ripd",)}
+# what operators put at the top of every daemon's config: the logging goes to the device's syslog
+LOG_LINES = ("log syslog informational",)
 
 
 def router_dir(run_dir: Path, router: str) -> Path:
-    """Where one router's frr.conf, pid files, vty sockets and logs live."""
+    """Where one router's daemon configs, pid files and vty sockets live."""
     return run_dir / "frr" / namespace_name(router)
 
 
@@ -44,8 +53,9 @@ def render_bgp(topo: Topology, router: str) -> str:
     node = topo.nodes[router]
     assert node.asn is not None and node.loopback
     router_id = node.loopback.split("/")[0]
-    lines = ["frr defaults datacenter", f"hostname {router}", "!", f"router bgp {node.asn}",
-             f" bgp router-id {router_id}", " no bgp ebgp-requires-policy", " bgp bestpath as-path multipath-relax"]
+    lines = ["frr defaults datacenter", f"hostname {router}", *LOG_LINES, "!", f"router bgp {node.asn}",
+             f" bgp router-id {router_id}", " bgp log-neighbor-changes", " no bgp ebgp-requires-policy",
+             " bgp bestpath as-path multipath-relax"]
     # routers sharing an AS (NIKA's super-spines, all AS 65000) must accept each other's prefixes
     shared_as = sum(1 for n in topo.routers() if n.asn == node.asn) > 1
     for local, remote in topo.neighbours(router):
@@ -79,7 +89,7 @@ def render_ospf(topo: Topology, router: str) -> str:
     """frr.conf for an OSPF router: point-to-point links, passive LANs, fast lab timers, static routes."""
     node = topo.nodes[router]
     assert node.loopback
-    lines = ["frr defaults traditional", f"hostname {router}", "!"]
+    lines = ["frr defaults traditional", f"hostname {router}", *LOG_LINES, "!"]
     links = [(local, remote, link.area) for link in topo.links
              for local, remote in ((link.a, link.b), (link.b, link.a)) if local.node == router]
     for local, _, _ in links:
@@ -89,7 +99,7 @@ def render_ospf(topo: Topology, router: str) -> str:
     for ifname, _, _ in lans:
         lines += [f"interface {ifname}", " ip ospf passive", "!"]
     # fast SPF/LSA throttles: adjacencies Full in ~1 s instead of ~6 s (docs/lab.md#routing-timers)
-    lines += ["router ospf", f" ospf router-id {node.loopback.split('/')[0]}",
+    lines += ["router ospf", f" ospf router-id {node.loopback.split('/')[0]}", " log-adjacency-changes detail",
               " timers throttle spf 0 50 500", " timers throttle lsa all 0", " timers lsa min-arrival 0",
               f" network {node.loopback} area {node.area}"]
     for local, _, area in links:
@@ -105,7 +115,7 @@ def render_ospf(topo: Topology, router: str) -> str:
 def render_rip(topo: Topology, router: str) -> str:
     """frr.conf for a RIPv2 router: RIP on its links, LANs passive, loopback and statics redistributed."""
     node = topo.nodes[router]
-    lines = ["frr defaults traditional", f"hostname {router}", "!", "router rip", " version 2",
+    lines = ["frr defaults traditional", f"hostname {router}", *LOG_LINES, "!", "router rip", " version 2",
              # update 5 s, timeout 15 s, garbage 10 s: a lost route shows up within seconds
              " timers basic 5 15 10"]
     for local, _ in topo.neighbours(router):
@@ -122,6 +132,39 @@ def render_rip(topo: Topology, router: str) -> str:
 
 
 RENDERERS = {"bgp": render_bgp, "ospf": render_ospf, "rip": render_rip}
+
+
+# top-level config blocks -> the daemon that understands them ("" = every daemon)
+_BLOCK_OWNERS = (("frr defaults", ""), ("hostname", ""), ("log ", ""), ("router bgp", "bgpd"),
+                 ("router ospf", "ospfd"), ("router rip", "ripd"), ("ip route", "staticd"),
+                 ("ip prefix-list", "protocol"), ("route-map", "protocol"), ("interface", "protocol"))
+
+
+def split_config(text: str, protocol: str) -> dict[str, str]:
+    """One router's whole configuration, split into each daemon's own file (zebra, protocol, staticd).
+
+    Settings every daemon takes (`frr defaults`, `hostname`, `log`) go to all of them; interface
+    stanzas, prefix lists and route maps belong to the protocol daemon, static routes to staticd.
+    """
+    proto = PROTOCOL_DAEMONS[protocol][0]
+    common: list[str] = []
+    blocks: dict[str, list[str]] = {"zebra": [], proto: [], "staticd": []}
+    owner, head = "", ""
+    for line in text.splitlines():
+        if not line.strip() or line.strip() == "!":
+            continue
+        if not line.startswith(" "):
+            found = next((o for prefix, o in _BLOCK_OWNERS if line.startswith(prefix)), None)
+            if found is None:
+                raise FaultlineError(f"no FRR daemon owns the config line {line!r}", fix="extend frr._BLOCK_OWNERS")
+            owner = proto if found == "protocol" else found
+            # a "!" between blocks, not between lines of a list (ip route, ip route, ...)
+            if owner and blocks[owner] and line.split()[:2] != head.split()[:2]:
+                blocks[owner].append("!")
+            head = line
+        (blocks[owner] if owner else common).append(line)
+    return {daemon: "\n".join(common + ["!"] + own + (["!"] if own else []) + [""])
+            for daemon, own in blocks.items()}
 
 
 def router_daemons(topo: Topology, router: str) -> tuple[str, ...]:
@@ -147,8 +190,11 @@ def write_configs(topo: Topology, run_dir: Path) -> None:
         rdir.mkdir(parents=True, exist_ok=True)
         if topo.protocol not in RENDERERS:
             raise FaultlineError(f"unknown routing protocol {topo.protocol!r}", fix="use bgp, ospf or rip")
-        (rdir / "frr.conf").write_text(RENDERERS[topo.protocol](topo, node.name))
-        (rdir / "vtysh.conf").write_text("service integrated-vtysh-config\n")
+        whole = RENDERERS[topo.protocol](topo, node.name)
+        for daemon, text in split_config(whole, topo.protocol).items():
+            (rdir / f"{daemon}.conf").write_text(text)
+        # split config: `write` in vtysh has each daemon write its own file
+        (rdir / "vtysh.conf").write_text("no service integrated-vtysh-config\n")
         shutil.chown(rdir, "frr", "frr")
         for child in rdir.iterdir():
             shutil.chown(child, "frr", "frr")
@@ -161,10 +207,10 @@ def start_daemon(run_dir: Path, router: str, daemon: str) -> None:
     """Start one FRR daemon of `router` with the lab's command line (also used to restart one)."""
     ns = namespace_name(router)
     rdir = router_dir(run_dir, router)
-    run(["ip", "netns", "exec", ns, str(FRR_BIN / daemon), "-d", "-N", ns, "-P", "0",
-         "-f", str(rdir / "frr.conf"), "-i", str(rdir / f"{daemon}.pid"),
-         "--vty_socket", str(rdir), "-z", str(rdir / "zserv.api"),
-         "--log", f"file:{rdir / f'{daemon}.log'}"])
+    # --log syslog: what a daemon says before its config is read goes to syslog as well
+    run(["ip", "netns", "exec", ns, *logging_prefix(run_dir, router), str(FRR_BIN / daemon), "-d", "-N", ns,
+         "-P", "0", "-f", str(rdir / f"{daemon}.conf"), "-i", str(rdir / f"{daemon}.pid"),
+         "--vty_socket", str(rdir), "-z", str(rdir / "zserv.api"), "--log", "syslog", "--log-level", "informational"])
 
 
 def _wait_for(paths: list[Path], what: str, timeout: float, *, nonempty: bool = False) -> None:
@@ -177,7 +223,7 @@ def _wait_for(paths: list[Path], what: str, timeout: float, *, nonempty: bool = 
         if time.monotonic() > deadline:
             raise FaultlineError(
                 f"{what} did not appear within {timeout:.0f} s: {', '.join(str(p) for p in missing[:5])}",
-                fix="look at the daemon logs next to them, then `faultline lab down --all`",
+                fix="look at the devices' syslog in <lab_dir>/syslog/, then `faultline lab down --all`",
             )
         time.sleep(0.05)
 

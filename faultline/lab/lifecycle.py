@@ -13,15 +13,16 @@ from pathlib import Path
 
 from faultline.config import Settings
 from faultline.errors import FaultlineError
-from faultline.lab import teardown
+from faultline.lab import locks, syslog, teardown
 from faultline.lab.access import FRR_DAEMONS, probe_context, status
 from faultline.lab.builder import build_network, raise_neigh_limits, restore_neigh_limits
-from faultline.lab.frr import crash_buffers, start_routers, write_configs
-from faultline.lab.namespaces import namespace_name
+from faultline.lab.frr import crash_buffers, router_dir, start_routers, write_configs
+from faultline.lab.namespaces import namespace_name, use_prefix
 from faultline.lab.readiness import wait_ready
 from faultline.lab.scenarios import build_topology
 from faultline.lab.services import start_services
 from faultline.lab.state import STATE_FILE, LabProcess, LabState, load_state
+from faultline.lab.topology import Topology
 from faultline.network.devices import Device
 
 
@@ -42,12 +43,21 @@ def up(scenario: str, size: str, settings: Settings, timeout: float = 60.0) -> L
     topo = build_topology(scenario, size)  # validate names before needing root
     require_root()
     run_dir = Path(settings.lab_dir).resolve()
-    if load_state(run_dir) is not None or teardown.lab_namespaces():
-        raise FaultlineError("a lab is already up (or left over from a crash)",
-                             fix="run `faultline lab down --all` first")
+    prefix = settings.lab_prefix
+    use_prefix(prefix)
+    check_socket_paths(topo, run_dir)
+    with locks.holding(locks.prefix_lock(prefix), wait=False, what=f"the lab with prefix {prefix}"):
+        return _up(topo, run_dir, prefix, timeout)
+
+
+def _up(topo: Topology, run_dir: Path, prefix: str, timeout: float) -> LabState:
+    scenario, size = topo.scenario, topo.size
+    if load_state(run_dir) is not None or teardown.lab_namespaces(prefix):
+        raise FaultlineError(f"a lab with prefix {prefix} is already up in {run_dir} (or left over from a crash)",
+                             fix="run `faultline lab down --all` first (with the same lab_prefix and lab_dir)")
     _clear_run_dir(run_dir)
     t0 = time.monotonic()
-    state = LabState(scenario=scenario, size=size, run_dir=str(run_dir),
+    state = LabState(scenario=scenario, size=size, run_dir=str(run_dir), prefix=prefix,
                      started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     state.device_list = [Device(n.name, n.role, namespace_name(n.name), n.addresses)
                          for n in topo.nodes.values()]
@@ -63,6 +73,8 @@ def up(scenario: str, size: str, settings: Settings, timeout: float = 60.0) -> L
         state.save()
         state.timings["network_s"] = round(time.monotonic() - t0, 2)
         write_configs(topo, run_dir)
+        # every daemon logs to the collector from its first line: it starts before them (faultline.lab.syslog)
+        syslog.start_collector(run_dir, topo.nodes)
         for router, daemon, pid in start_routers(topo, run_dir):
             state.processes.append(LabProcess(pid, daemon, router, namespace_name(router)))
             state.extra_paths.append(crash_buffers(daemon, pid))
@@ -84,17 +96,25 @@ def up(scenario: str, size: str, settings: Settings, timeout: float = 60.0) -> L
 
 
 def down(settings: Settings, all: bool = False) -> dict[str, object]:
-    """Tear the lab down; with `all`, also everything with the lab prefix, state file or not.
+    """Tear the lab down; with `all`, also everything with the lab's prefix, state file or not.
 
-    Returns what was removed: namespaces, killed PIDs, seconds taken.
+    Only this lab's prefix is touched: labs with other prefixes keep running. Returns what was
+    removed: namespaces, killed PIDs, seconds taken.
     """
     require_root()
-    t0 = time.monotonic()
     run_dir = Path(settings.lab_dir).resolve()
     state = load_state(run_dir)
+    prefix = state.prefix if state else settings.lab_prefix
+    use_prefix(prefix)
+    with locks.holding(locks.prefix_lock(prefix), what=f"the lab with prefix {prefix}"):
+        return _down(run_dir, load_state(run_dir), prefix, all)
+
+
+def _down(run_dir: Path, state: LabState | None, prefix: str, all: bool) -> dict[str, object]:
+    t0 = time.monotonic()
     namespaces = list(state.namespaces) if state else []
     if all:
-        namespaces = sorted(set(namespaces) | set(teardown.lab_namespaces()))
+        namespaces = sorted(set(namespaces) | set(teardown.lab_namespaces(prefix)))
     killed: list[int] = []
     if state is not None:
         killed += _remove(state, namespaces)
@@ -119,7 +139,7 @@ def _remove(state: LabState | None, namespaces: list[str]) -> list[int]:
             if proc.namespace in namespaces and proc.pid in teardown.namespace_pids(proc.namespace):
                 pids.add(proc.pid)
         extra += state.extra_paths
-    existing = set(teardown.lab_namespaces())
+    existing = set(teardown.all_namespaces())
     for ns in namespaces:
         if ns in existing:
             for pid in teardown.namespace_pids(ns):
@@ -131,16 +151,37 @@ def _remove(state: LabState | None, namespaces: list[str]) -> list[int]:
     killed = teardown.kill_pids(sorted(pids))
     teardown.delete_namespaces(namespaces)
     teardown.remove_paths(extra)
-    if state is not None:
+    # the ARP limits are machine-wide: while another lab (or any namespace) is left, they stay raised
+    if state is not None and not teardown.all_namespaces():
         restore_neigh_limits(state.neigh_limits)
     if state is not None:
         _clear_run_dir(Path(state.run_dir))
     return killed
 
 
+# a unix socket path (sun_path) holds 107 bytes and a NUL; FRR's vty sockets live under the router dirs
+SOCKET_PATH_MAX = 107
+_LONGEST_SOCKET = "staticd.vty"
+
+
+def check_socket_paths(topo: Topology, run_dir: Path) -> None:
+    """Refuse a lab whose FRR sockets (`<run_dir>/frr/<prefix><router>/staticd.vty`) would not fit a unix socket path.
+
+    The only lab names whose length the prefix and run dir change: namespace names have no such
+    limit and interfaces are named inside the lab's namespaces (see faultline.lab.namespaces).
+    """
+    paths = [router_dir(run_dir, r.name) / _LONGEST_SOCKET for r in topo.routers()]
+    longest = max(paths, key=lambda p: len(str(p)), default=None)
+    if longest is not None and len(str(longest)) > SOCKET_PATH_MAX:
+        raise FaultlineError(
+            f"the FRR socket path {longest} is {len(str(longest))} bytes, over the {SOCKET_PATH_MAX} a unix socket "
+            "path can hold", fix="use a shorter lab_dir (e.g. /tmp/fl-lab) or a shorter lab_prefix")
+
+
 def _clear_run_dir(run_dir: Path) -> None:
     """Remove only what the lab writes in its run dir (lab_dir may be shared with other files)."""
-    for name in ("frr", "svc", STATE_FILE, STATE_FILE.replace(".json", ".tmp")):
+    syslog.stop_collector(run_dir)  # by PID, after the daemons: their last lines are filed first
+    for name in ("frr", "svc", "syslog", STATE_FILE, STATE_FILE.replace(".json", ".tmp")):
         teardown.remove_paths([str(run_dir / name)])
     if run_dir.is_dir() and not any(run_dir.iterdir()):
         run_dir.rmdir()

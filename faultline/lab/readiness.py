@@ -176,5 +176,5 @@ def _check_deadline(deadline: float, timeout: float, what: str, items: list[str]
     shown = "; ".join(items[:10]) + (f"; ... ({len(items)} in all)" if len(items) > 10 else "")
     raise FaultlineError(
         f"the lab was not ready after {timeout:.0f} s: {what}: {shown}",
-        fix="check the FRR logs in the lab dir, then `faultline lab down --all`",
+        fix="check the devices' syslog in <lab_dir>/syslog/<device>/messages, then `faultline lab down --all`",
     )

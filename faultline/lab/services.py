@@ -1,8 +1,11 @@
 """Lab services: DNS, DHCP (server, relays, clients), web servers and a load balancer, per node.
 
 Every service is a plain process in its node's namespace, started in the foreground from the root
-namespace (so its PID is known without a pid file race) with its config, log and data files in
-`<run_dir>/svc/<node>/`:
+namespace (so its PID is known without a pid file race) with its config and data files in
+`<run_dir>/svc/<node>/`. Services log through syslog to the lab's collector (`faultline.lab.syslog`:
+the node's socket is the process's /dev/log): dnsmasq by its default, nginx with `syslog:server=unix:
+/dev/log` for its error and access logs, udhcpc with `-S` (and `logger` in its hook). nginx also keeps
+its access log as a file, which `web_dos_attack` reads on the box to verify the flood:
 
 * `dns` nodes: dnsmasq as an authoritative server for the node's zone (records in a hosts file,
   re-read on SIGHUP; no recursion, no upstream);
@@ -26,6 +29,7 @@ from pathlib import Path
 
 from faultline.lab.builder import host_mac
 from faultline.lab.namespaces import namespace_name
+from faultline.lab.syslog import logging_prefix
 from faultline.lab.topology import Node, Topology
 
 LEASE = "2m"  # short leases: renewals (and a server's absence) show within a minute
@@ -35,7 +39,7 @@ SERVICE_ROLES = {"dns": "dnsmasq", "dhcp": "dnsmasq", "web": "nginx", "backend":
 
 
 def service_dir(run_dir: Path, node: str) -> Path:
-    """One node's service files: config, pid, logs, web root."""
+    """One node's service files: config, pid, web root, the access log, the process's stdout (`<name>.out`)."""
     return run_dir / "svc" / node
 
 
@@ -65,7 +69,8 @@ def render_dns(topo: Topology, run_dir: Path, node: str) -> str:
         f"listen-address={main_ip(topo.nodes[node])}", "bind-interfaces", "port=53", "user=root",
         # one pid file per instance: several dnsmasq run at once and must not share /run/dnsmasq's
         f"pid-file={sdir / 'dnsmasq.pid'}",
-        "log-queries", f"log-facility={sdir / 'dnsmasq.log'}", "",
+        # no log-facility: dnsmasq logs to syslog (facility daemon), the device's collector socket
+        "log-queries", "",
     ])
 
 
@@ -95,8 +100,7 @@ def render_dhcp(topo: Topology, run_dir: Path, node: str) -> str:
     sdir = service_dir(run_dir, node)
     lines = ["# DHCP only (port=0 turns DNS off); relayed requests carry the LAN's gateway as giaddr",
              "port=0", "no-resolv", "no-hosts", "user=root", "dhcp-authoritative", "no-ping", "log-dhcp",
-             f"pid-file={sdir / 'dnsmasq.pid'}",
-             f"dhcp-leasefile={sdir / 'leases'}", f"log-facility={sdir / 'dnsmasq.log'}"]
+             f"pid-file={sdir / 'dnsmasq.pid'}", f"dhcp-leasefile={sdir / 'leases'}"]
     for tag, subnet, hosts in dhcp_lans(topo):
         dns_ips = sorted({main_ip(topo.nodes[r]) for h in hosts for r in h.resolvers})
         lines += [f"# {subnet}"] + dhcp_range_lines(topo, tag, subnet, dns_ips)
@@ -110,8 +114,7 @@ def render_relay(topo: Topology, run_dir: Path, router: str) -> str:
     """dnsmasq.conf of a DHCP relay on a router: every LAN gateway of the router relays to the server."""
     sdir = service_dir(run_dir, router)
     server = main_ip(topo.nodes[topo.dhcp_relays[router]])
-    lines = ["port=0", "no-resolv", "no-hosts", "user=root", "log-dhcp", f"log-facility={sdir / 'dnsmasq.log'}",
-             f"pid-file={sdir / 'dnsmasq.pid'}"]
+    lines = ["port=0", "no-resolv", "no-hosts", "user=root", "log-dhcp", f"pid-file={sdir / 'dnsmasq.pid'}"]
     for lan in topo.routed_lans():
         if lan.router == router:
             lines += [f"interface={lan.gateway.name}",
@@ -123,9 +126,10 @@ _NGINX_HEAD = """worker_processes 1;
 daemon off;
 user nobody nogroup;
 pid {sdir}/nginx.pid;
-error_log {sdir}/error.log info;
+error_log syslog:server=unix:/dev/log,nohostname info;
 events {{ worker_connections 1024; }}
 http {{
+    access_log syslog:server=unix:/dev/log,nohostname,severity=info combined;
     access_log {sdir}/access.log;
     client_body_temp_path {sdir}/tmp/body;
     proxy_temp_path {sdir}/tmp/proxy;
@@ -171,9 +175,9 @@ case "$1" in
     [ -n "$router" ] && ip route replace default via "${{router%% *}}" dev "$interface"
     : > {resolv}
     for s in $dns; do echo "nameserver $s" >> {resolv}; done
-    echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $1 $ip/${{mask:-24}} router=$router dns=$dns lease=$lease" ;;
+    busybox logger -t udhcpc -p daemon.info "$1 $ip/${{mask:-24}} router=$router dns=$dns lease=$lease" ;;
   leasefail|nak)
-    echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $1 $message" ;;
+    busybox logger -t udhcpc -p daemon.warning "$1 $message" ;;
 esac
 """
 
@@ -235,9 +239,10 @@ def service_argv(topo: Topology, run_dir: Path, node: str) -> tuple[str, list[st
     if conf[0] == "dnsmasq.conf":
         return "dnsmasq", ["dnsmasq", "--keep-in-foreground", f"--conf-file={sdir / 'dnsmasq.conf'}"]
     if conf[0] == "nginx.conf":
-        return "nginx", ["nginx", "-e", str(sdir / "error.log"), "-p", f"{sdir}/", "-c", str(sdir / "nginx.conf")]
-    # udhcpc: retry discovery forever (a host that lost its lease keeps asking), log to the service dir
-    return "udhcpc", ["busybox", "udhcpc", "-f", "-i", "eth0", "-s", str(sdir / "udhcpc.sh"),
+        # -e stderr: an error before the config is read lands in nginx.out
+        return "nginx", ["nginx", "-e", "stderr", "-p", f"{sdir}/", "-c", str(sdir / "nginx.conf")]
+    # udhcpc: retry discovery forever (a host that lost its lease keeps asking), -S: log to syslog
+    return "udhcpc", ["busybox", "udhcpc", "-f", "-S", "-i", "eth0", "-s", str(sdir / "udhcpc.sh"),
                       "-t", "0", "-T", "1", "-A", "1", "-x", f"hostname:{node}"]
 
 
@@ -252,9 +257,9 @@ def start_service(topo: Topology, run_dir: Path, node: str) -> tuple[str, int] |
         (sdir / "udhcpc.sh").chmod(0o755)
     log = open(sdir / f"{name}.out", "ab")
     try:
-        # `ip netns exec` execs the command, so the PID is the service's own
-        proc = subprocess.Popen(["ip", "netns", "exec", namespace_name(node), *argv], stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        # `ip netns exec` and the logging prefix exec the command, so the PID is the service's own
+        proc = subprocess.Popen(["ip", "netns", "exec", namespace_name(node), *logging_prefix(run_dir, node), *argv],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     finally:
         log.close()
     return name, proc.pid

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from faultline.lab.namespaces import LAB_PREFIX
 from faultline.network.devices import Device
 
 STATE_FILE = "state.json"
@@ -36,6 +37,7 @@ class LabState:
     run_dir: str
     started_at: str
     status: Literal["building", "healthy", "failed"] = "building"
+    prefix: str = LAB_PREFIX  # the lab's namespace prefix (settings.lab_prefix when it was built)
     namespaces: list[str] = field(default_factory=list)
     device_list: list[Device] = field(default_factory=list)
     processes: list[LabProcess] = field(default_factory=list)

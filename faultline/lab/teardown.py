@@ -13,17 +13,22 @@ import subprocess
 import time
 from pathlib import Path
 
-from faultline.lab.namespaces import LAB_PREFIX
+from faultline.lab.namespaces import active_prefix, is_lab_namespace
 
 # paths FRR and `ip netns exec` use per namespace when a pathspace or /etc/netns is involved
 _PER_NS_DIRS = ("/etc/frr", "/var/run/frr", "/var/log/frr", "/etc/netns")
 
 
-def lab_namespaces() -> list[str]:
-    """Every namespace with the lab prefix (`fl-`); other prefixes (`flp-`) are not ours."""
+def all_namespaces() -> list[str]:
+    """Every named network namespace on the machine, of any lab or none."""
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30).stdout
-    names = [line.split()[0] for line in out.splitlines() if line.strip()]
-    return sorted(n for n in names if n.startswith(LAB_PREFIX))
+    return sorted(line.split()[0] for line in out.splitlines() if line.strip())
+
+
+def lab_namespaces(prefix: str | None = None) -> list[str]:
+    """Every namespace of the lab with `prefix` (default: this process's lab); other labs' are never listed."""
+    prefix = prefix or active_prefix()
+    return [n for n in all_namespaces() if is_lab_namespace(n, prefix)]
 
 
 def namespace_pids(namespace: str) -> list[int]:

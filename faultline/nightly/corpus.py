@@ -1,7 +1,9 @@
 """A corpus folder for the nightly run: which subfolders it reads, in what order, and what each ingest did.
 
-Generated incidents (`faultline corpus generate`: per incident folder a ticket, device logs, snapshots and
-ground truth) sit in ``history/`` (resolved) and ``backlog/`` (open); plain exports sit in ``tickets/``
+Generated incidents (`faultline corpus generate`: per incident folder a ticket, snapshots and ground truth;
+per suite the devices' syslog archive ``archive/<device>/<date>.log.gz``, ingested as ordinary logs with no
+incident id; older corpora's per-incident ``logs/`` are still read) sit in ``history/`` (resolved) and
+``backlog/`` (open); plain exports sit in ``tickets/``
 (any ticket layout `faultline ingest tickets` reads), ``logs/`` (device logs, stored untagged: no incident
 id) and ``docs/``. Every subfolder is optional. The Prefect flow passes its tasks in as the two ingest
 callables (one task run per incident folder, one per export file), the way `ingest_paths` takes
@@ -39,7 +41,7 @@ class FolderIngest(BaseModel):
 
     folder: CorpusFolder
     path: str
-    files: int  # files read; for tickets/, logs/ and docs/ one task run each
+    files: int  # files read (history/ and backlog/: tickets and their archive's logs); exports: one task run each
     unchanged: int = 0  # skipped: same content as at their last ingest
     accepted: int = 0  # records written (tickets, log lines, doc chunks)
     quarantined: int = 0  # records kept in `quarantine` with the failed check

@@ -19,12 +19,15 @@ PREFIX = "faultline_web_"  # only groups made here (other faults name theirs dif
 PERIOD_US = 100_000
 
 
-def create(name: str, cpu_pct: int) -> Path:
-    """A cpu cgroup capped at `cpu_pct` percent of one CPU; FaultError when cgroup v1 cpu is missing."""
+def create(name: str, cpu_pct: int, lab_prefix: str = "") -> Path:
+    """A cpu cgroup capped at `cpu_pct` percent of one CPU; FaultError when cgroup v1 cpu is missing.
+
+    `lab_prefix` starts the name: cgroups are machine-wide, fault ids only unique within a lab.
+    """
     if not (CPU_ROOT / "cgroup.procs").exists():
         raise FaultError(f"no cgroup v1 cpu controller at {CPU_ROOT}", fix="mount the cpu controller (cgroup v1)")
-    sweep()
-    group = CPU_ROOT / f"{PREFIX}{name.removeprefix(PREFIX)}"
+    sweep(lab_prefix)
+    group = CPU_ROOT / f"{PREFIX}{lab_prefix}{name.removeprefix(PREFIX)}"
     group.mkdir(exist_ok=True)
     (group / "cpu.cfs_period_us").write_text(str(PERIOD_US))
     (group / "cpu.cfs_quota_us").write_text(str(PERIOD_US * cpu_pct // 100))
@@ -60,10 +63,10 @@ def procs(group: Path) -> list[int]:
         return []
 
 
-def sweep() -> list[str]:
-    """Remove empty faultline groups (left when a lab went down without recovering its faults)."""
+def sweep(lab_prefix: str = "") -> list[str]:
+    """Remove empty groups of the lab with `lab_prefix` (left when it went down without recovering its faults)."""
     removed = []
-    for group in CPU_ROOT.glob(f"{PREFIX}*"):
+    for group in CPU_ROOT.glob(f"{PREFIX}{lab_prefix}*"):
         if group.is_dir() and not procs(group):
             try:
                 group.rmdir()

@@ -59,8 +59,9 @@ SLOW_EXTRA_MS = 20.0  # ... and 20 ms above it
 # --- the cgroup, from the root side -----------------------------------------------------------
 
 
-def group_path(fault_id: str) -> Path:
-    return CPU_ROOT / f"{PREFIX}{fault_id}"
+def group_path(fault_id: str, lab_prefix: str = "") -> Path:
+    # the lab prefix keeps two labs' fault f1 apart: cgroups are machine-wide, fault ids per lab
+    return CPU_ROOT / f"{PREFIX}{lab_prefix}{fault_id}"
 
 
 def procs(group: Path) -> list[int]:
@@ -83,11 +84,11 @@ def move(pids: list[int], group: Path) -> list[int]:
     return moved
 
 
-def create_group(group: Path) -> None:
-    """A cpu group capped at QUOTA_US per PERIOD_US; empty groups of ours left by a crash are removed first."""
+def create_group(group: Path, lab_prefix: str = "") -> None:
+    """A cpu group capped at QUOTA_US per PERIOD_US; empty groups of this lab left by a crash are removed first."""
     if not (CPU_ROOT / "cgroup.procs").exists():
         raise FaultError(f"no cgroup v1 cpu controller at {CPU_ROOT}", fix="mount the cpu controller (cgroup v1)")
-    for stale in CPU_ROOT.glob(f"{PREFIX}*"):
+    for stale in CPU_ROOT.glob(f"{PREFIX}{lab_prefix}*"):
         if stale.is_dir() and stale != group and not procs(stale):
             try:
                 stale.rmdir()
@@ -195,7 +196,7 @@ class CpuContention(Fault):
         if baseline is None:
             raise FaultError(f"{url} from {src} does not answer before injection ({samples})",
                              fix="check the lab with `faultline lab status`; the service must be up")
-        group = group_path(rec.id)
+        group = group_path(rec.id, state.prefix)
         marker = f"fl-cpujoin-{rec.id}"
         rec.params = {"cgroup": str(group), "quota_us": QUOTA_US, "period_us": PERIOD_US, "src": src, "url": url,
                       "baseline_ms": baseline, "baseline_samples": samples, "helper_pid": None,
@@ -203,7 +204,7 @@ class CpuContention(Fault):
         state.extra_paths.append(str(group))  # recorded first: `lab down` removes it whatever happens next
         state.save()
         try:
-            create_group(group)
+            create_group(group, state.prefix)
             rec.params["moved"] = move([p for p in teardown.namespace_pids(ns) if uncapped(p)], group)
             rec.params["helper_pid"] = start_helper(
                 [sys.executable, "-I", str(JOINER), "--netns", ns, "--cgroup", str(group), "--tag", marker])
@@ -259,7 +260,7 @@ class CpuContention(Fault):
                 f"baseline {baseline} ms")
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
-        group = Path(rec.params.get("cgroup", str(group_path(rec.id))))
+        group = Path(rec.params.get("cgroup", str(group_path(rec.id, state.prefix))))
         stop_helper(rec.params.get("helper_pid"), rec.params.get("helper_marker", f"fl-cpujoin-{rec.id}"))
         stop_load(rec.params.get("load_pid"), group)
         remove_group(group)

@@ -230,7 +230,7 @@ class WebDosAttack(WebFault):
         attacker = web_clients(topo)[-1]
         ip = main_ip(state.device(rec.target))
         marker = new_marker(rec)
-        group = cgroups.create(rec.id, DOS_CPU_PCT)
+        group = cgroups.create(rec.id, DOS_CPU_PCT, state.prefix)
         argv = loadgen_argv(marker, "http", "--url", f"http://{ip}/", "--conns", str(DOS_CONNS),
                              "--max-rate", str(DOS_MAX_RATE))
         pid = start_helper(cgroups.exec_in(group, state.device(attacker).namespace, argv))
