@@ -62,6 +62,8 @@ def incident_page(reader: MartReader, incident: dict) -> Html:
     parts.append(_answers(incident))
     parts.append(_astra(reader.rows("mart_incident_evidence", where={"incident_id": iid},
                                     order_by=["analyst", "claim_seq"]), reader))
+    parts.append(_scope(reader.rows("mart_log_scope", where={"incident_id": iid}, order_by=["round", "entry_seq"]),
+                        reader))
     parts.append(_diagnoses(reader.rows("mart_sade_trace", where={"incident_id": iid}, order_by=["method", "seq"]),
                             reader))
     return join(parts)
@@ -126,6 +128,27 @@ def _astra(rows: list[dict], reader: MartReader) -> Html:
               tag("blockquote", c["evidence_quote"]) if c["evidence_quote"] else "(no quote)",
               tag("span", c["evidence_status"], class_=f"status-{c['evidence_status']}"), c["confidence"],
               c["evidence_method"]] for c in real], class_="claims"))
+    parts.append(Html("</section>"))
+    return join(parts)
+
+
+def _scope(rows: list[dict], reader: MartReader) -> Html:
+    """The log lines ASTRA read: the first round's scope, then any round that read differently."""
+    parts, by_round = _section("scope", "Logs read (scope)", rows, reader, empty="no log scope was recorded",
+                               mart="mart_log_scope", key="round")
+    shown: tuple | None = None
+    for round_, entries in by_round.items():
+        key = tuple((e["device"], e["window_start"], e["window_end"], e["clock_offset_s"]) for e in entries)
+        if key == shown:
+            continue
+        shown = key
+        lines = sum(e["lines_in_scope"] or 0 for e in entries)
+        title = f"round {round_}" + (" (widened)" if any(e["widened"] for e in entries) else "") + f": {lines} lines"
+        parts.append(tag("h3", title))
+        parts.append(table(["device", "why", "ticket words", "clock offset (s)", "lines"],
+                           [[e["device"] or "-", e["reason"], e["matched"] or "", e["clock_offset_s"] or "",
+                             e["lines_in_scope"] if e["lines_in_scope"] is not None else ""] for e in entries],
+                           class_="scope"))
     parts.append(Html("</section>"))
     return join(parts)
 

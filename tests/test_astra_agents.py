@@ -159,7 +159,9 @@ def test_log_agent_without_logs_says_so(deps):
     from faultline.astra.records import AgentTask, Incident
 
     output = make_agent("log", deps).run(AgentTask(incident=Incident(incident_id="nowhere", title="x"), query="x"))
-    assert output.findings == [] and "No device logs" in output.text and output.label is None
+    assert output.findings == [] and "No log lines in this incident's scope" in output.text and output.label is None
+    kinds = {k for (k,) in deps.conn.execute("SELECT kind FROM log_scopes WHERE incident_id = 'nowhere'").fetchall()}
+    assert kinds == {"window", "no_match"}  # the round says why it read nothing
 
 
 def test_llm_log_agent_drops_fabricated_quotes_and_labels(deps):
@@ -254,10 +256,10 @@ def test_schedule_runs_similarity_and_log_concurrently_then_domain(deps, monkeyp
 
 
 def test_taxonomy_file_matches_the_fault_catalogue():
-    from faultline.astra.taxonomy import taxonomy
+    from faultline.astra.taxonomy import faults
     from faultline.nika.labels import catalogue
 
-    assert {n: l.category for n, l in taxonomy().items()} == {i.label: i.category for i in catalogue()}
+    assert {n: l.category for n, l in faults().items()} == {i.label: i.category for i in catalogue()}
 
 
 def test_unknown_agent_is_a_user_error(deps):

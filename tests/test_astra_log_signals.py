@@ -31,18 +31,26 @@ def conn(tmp_path_factory):
     report = ingest_incidents(connection, settings, [SAMPLE / p for p in HISTORY + BACKLOG])
     assert not report.failed
     clear_cache()
+    _SETTINGS.append(settings)
     yield connection
     connection.close()
+
+
+_SETTINGS: list = []  # the module warehouse's settings (a DuckDB connection takes no attributes)
 
 
 def _score(conn, incident_id, opened_at=None):
     from faultline.astra.incident import load_incident
     from faultline.astra.log_signals import score_incident
 
+    from faultline.scope.resolve import build_scope
+
     incident = load_incident(conn.cursor(), incident_id)
     if opened_at:
         incident = incident.model_copy(update={"opened_at": opened_at})
-    return score_incident(conn.cursor(), incident)
+    scope = build_scope(conn.cursor(), _SETTINGS[-1], incident_id=incident_id, title=incident.title,
+                        description=incident.description, opened_at=incident.opened_at)
+    return score_incident(conn.cursor(), _SETTINGS[-1], incident, scope)
 
 
 def test_signals_common_in_the_history_are_discounted_and_rare_ones_keep_their_weight(conn):

@@ -82,7 +82,7 @@ def _rows(conn, sql: str, params=None) -> list[dict]:
 def test_every_mart_exists_with_its_documented_columns_and_passes_its_tests(built) -> None:
     conn, results, _, _ = built
     specs = {s.name: s for s in list_marts()}
-    assert [r.name for r in results] == list(specs) and len(specs) == 13
+    assert [r.name for r in results] == list(specs) and len(specs) == 14
     for result in results:
         assert result.failed_tests == [], (result.name, result.failed_tests)
         columns = [r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns WHERE "

@@ -1,7 +1,8 @@
 """The log evidence for one incident, scored: taxonomy signals weighted by how rare they are in the history.
 
-A signal of the taxonomy (`prompts/astra/taxonomy.yml`) is a regex over raw lines or a volume rule
-(one device's file of a kind holds far more lines than the same file on its peers: a flood). A
+A signal of the taxonomy (`prompts/astra/taxonomy.yml`) is a regex over raw lines, a volume rule
+(one device's file of a kind holds far more lines than the same file on its peers: a flood) or a flap
+rule (one interface of one device changes state again and again within a short time). A
 signal's weight there says how specific it is in principle; what it is worth for a given incident
 also depends on how ordinary its lines are in *this* network's logs. So every signal is discounted
 by its document frequency over the history: the share of incidents resolved before this one whose
@@ -11,20 +12,29 @@ that every web server writes counts for almost nothing; a "Bad Peer AS" seen in 
 keeps its weight. With fewer than ``MIN_HISTORY`` history incidents with logs the weights are used
 as written.
 
-Firing is computed over every ingested line of the incident, not only the capped excerpt: the
-filter keeps what reads like an error, and some fault signatures (a daemon starting, a flood of
-ordinary requests) do not.
+Firing is computed over every line of the incident's scope (`faultline.scope`: its own corpus
+lines, or the archive's lines of the devices and window its ticket points at), not only the capped
+excerpt: the filter keeps what reads like an error, and some fault signatures (a daemon starting, a
+flood of ordinary requests) do not. A history incident's logs are its own scope, computed the same way.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
+from faultline.astra.flap_rule import flap_runs
 from faultline.astra.taxonomy import Volume, taxonomy
+from faultline.config import Settings
+from faultline.scope.resolve import Scope, build_scope, scope_lines
+
+# the settings a scope depends on (a history incident's scope is computed once per process for them)
+_SCOPE_SETTINGS = {"log_timezone", "ticket_timezone", "scope_lookback_minutes", "scope_around_minutes",
+                   "scope_after_minutes"}
 
 if TYPE_CHECKING:
     import duckdb
@@ -34,17 +44,20 @@ if TYPE_CHECKING:
 MIN_HISTORY = 10
 RECURRENT = 2
 QUOTES_PER_SIGNAL = 3
-_FIRED_CACHE: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}  # (incident, file hashes) -> signal keys
+_FIRED_CACHE: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}  # (incident, its scope) -> signal keys
 _SCORE_CACHE: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[dict[str, float], list]] = {}
 
+# incidents resolved before this one; their logs are whatever their own scope reads (their corpus folder's
+# lines, or the archive's lines by device and time)
 _HISTORY_SQL = """
-SELECT DISTINCT l.incident_id
-FROM log_lines l
-JOIN incidents i USING (incident_id)
+SELECT i.incident_id, t.title, coalesce(t.description, ''), coalesce(i.opened_at, t.created_at)
+FROM incidents i
 JOIN tickets t ON t.ticket_id = i.ticket_id
-WHERE t.resolved_at IS NOT NULL AND l.incident_id <> ?
+WHERE t.resolved_at IS NOT NULL AND i.incident_id <> ?
   AND (?::TIMESTAMPTZ IS NULL OR t.resolved_at < ?::TIMESTAMPTZ)
+ORDER BY i.incident_id
 """
+_HISTORY_SCOPES: dict[tuple[str, str], Scope] = {}  # (incident, settings fingerprint) -> its round-0 scope
 
 
 @dataclass(frozen=True)
@@ -77,14 +90,21 @@ def device_of(source_file: str, host: str | None) -> str | None:
     return host
 
 
-def _kind(source_file: str) -> str:
-    return PurePath(source_file).name.removesuffix(".gz")
+_ACCESS_LINE = re.compile(r'"(?:GET|POST|HEAD|PUT|DELETE|OPTIONS|PATCH) \S+ HTTP/[\d.]+" \d{3} ')
+
+
+def _kind(line: LogLine) -> str:
+    """What a line is a line of: its own file (`access.log`), else, in a collector's archive where every line of a
+    device shares one file, what it looks like (an HTTP access line is an access.log line wherever it was filed)."""
+    if _ACCESS_LINE.search(line.text):
+        return "access.log"
+    return PurePath(line.source_file).name.removesuffix(".gz")
 
 
 def _volume_hits(volume: Volume, lines: list[LogLine]) -> list[tuple[LogLine, ...]]:
     by_device: dict[str, list[LogLine]] = defaultdict(list)
     for line in lines:
-        if _kind(line.source_file) == volume.file and line.device:
+        if _kind(line) == volume.file and line.device:
             by_device[line.device].append(line)
     if len(by_device) < 2:
         return []
@@ -119,68 +139,88 @@ def _fire(lines: list[LogLine]) -> dict[str, tuple[str, tuple[LogLine, ...], str
                 fired[f"{info.label}:volume:{volume.file}:{own[0].device}"] = (
                     info.label, own, f"{own[0].device}'s {volume.file} has {len(own)} lines, at least "
                                      f"{volume.ratio:g}x the median of its peers{top}")
+        for n, flap in enumerate(info.flaps):
+            for run in flap_runs(flap, lines):
+                fired[f"{info.label}:flap:{n}:{run[0].device}"] = (
+                    info.label, run, (f"{run[0].device} logged {len(run)} state changes of one interface "
+                                      f"within {flap.window_s:g} s"))
     return fired
 
 
 def _generic(key: str) -> str:
-    """Volume keys name the device; the history counts the rule, wherever it fired."""
-    return key.rsplit(":", 1)[0] if ":volume:" in key else key
+    """Volume and flap keys name the device; the history counts the rule, wherever it fired."""
+    return key.rsplit(":", 1)[0] if ":volume:" in key or ":flap:" in key else key
 
 
-def _lines(conn: duckdb.DuckDBPyConnection, incident_id: str) -> list[LogLine]:
-    rows = conn.sql("SELECT raw, host, source_file, line_no FROM log_lines WHERE incident_id = ? "
-                    "ORDER BY source_file, line_no", params=[incident_id]).fetchall()
-    return [LogLine(raw, device_of(src, host), src, no) for raw, host, src, no in rows]
+def _lines(conn: duckdb.DuckDBPyConnection, scope: Scope) -> list[LogLine]:
+    rows = scope_lines(conn, scope, "l.raw, l.host, l.device, l.source_file, l.line_no").fetchall()
+    return [LogLine(raw, device_of(src, host) if device is None else device, src, no)
+            for raw, host, device, src, no in rows]
 
 
-def _file_hashes(conn: duckdb.DuckDBPyConnection, incident_ids: list[str]) -> dict[str, tuple[str, ...]]:
-    """Each incident's log files (their SHA-256), which is what the signal caches are keyed by."""
-    rows = conn.sql("SELECT incident_id, list(DISTINCT file_sha256 ORDER BY file_sha256) FROM log_lines "
-                    "WHERE list_contains(?, incident_id) GROUP BY incident_id", params=[incident_ids]).fetchall()
-    return {incident_id: tuple(hashes) for incident_id, hashes in rows}
+def _scope_key(scope: Scope) -> tuple[str, ...]:
+    return tuple(f"{e.device}|{e.window_start}|{e.window_end}|{e.clock_offset_s}|{e.lines_in_scope}"
+                 for e in scope.entries if e.device)
 
 
-def _fired_keys(conn: duckdb.DuckDBPyConnection, incident_id: str, hashes: tuple[str, ...]) -> frozenset[str]:
-    cache_key = (incident_id, hashes)
+def _history_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, row: tuple) -> Scope:
+    incident_id, title, description, opened = row
+    key = (incident_id, settings.model_dump_json(include=_SCOPE_SETTINGS))
+    if key not in _HISTORY_SCOPES:
+        _HISTORY_SCOPES[key] = build_scope(conn, settings, incident_id=incident_id, title=title,
+                                           description=description, opened_at=opened)
+    return _HISTORY_SCOPES[key]
+
+
+def _history(conn: duckdb.DuckDBPyConnection, settings: Settings, incident: Incident) -> list[Scope]:
+    rows = conn.sql(_HISTORY_SQL, params=[incident.incident_id, incident.opened_at, incident.opened_at]).fetchall()
+    scopes = [_history_scope(conn, settings, row) for row in rows]
+    return [s for s in scopes if any(e.lines_in_scope for e in s.entries if e.device)]
+
+
+def _fired_keys(conn: duckdb.DuckDBPyConnection, scope: Scope) -> frozenset[str]:
+    cache_key = (scope.incident_id, _scope_key(scope))
     if cache_key not in _FIRED_CACHE:
-        _FIRED_CACHE[cache_key] = frozenset(_generic(k) for k in _fire(_lines(conn, incident_id)))
+        _FIRED_CACHE[cache_key] = frozenset(_generic(k) for k in _fire(_lines(conn, scope)))
     return _FIRED_CACHE[cache_key]
 
 
-def history_frequency(conn: duckdb.DuckDBPyConnection, incident: Incident) -> tuple[dict[str, float], int]:
+def history_frequency(conn: duckdb.DuckDBPyConnection, settings: Settings,
+                      incident: Incident) -> tuple[dict[str, float], int]:
     """(generic signal key -> share of history incidents whose logs fire it beyond the first ``RECURRENT``,
     how many history incidents have logs)."""
-    history = [r[0] for r in conn.sql(_HISTORY_SQL, params=[incident.incident_id, incident.opened_at,
-                                                            incident.opened_at]).fetchall()]
-    hashes = _file_hashes(conn, history) if history else {}
+    history = _history(conn, settings, incident)
     counts: Counter[str] = Counter()
-    for incident_id in history:
-        counts.update(_fired_keys(conn, incident_id, hashes.get(incident_id, ())))
+    for scope in history:
+        counts.update(_fired_keys(conn, scope))
     return ({k: max(0, n - RECURRENT) / len(history) for k, n in counts.items()} if history else {}), len(history)
 
 
-def score_incident(conn: duckdb.DuckDBPyConnection, incident: Incident) -> tuple[dict[str, float], list[Hit]]:
-    """Label scores from the incident's whole log and the hits behind them, strongest first.
+def score_incident(conn: duckdb.DuckDBPyConnection, settings: Settings, incident: Incident,
+                   scope: Scope) -> tuple[dict[str, float], list[Hit]]:
+    """Label scores from every line of the incident's scope and the hits behind them, strongest first.
 
-    Memoised per (incident, its log files, the history it may use): follow-up rounds get the same answer.
+    Memoised per (incident, its scope, the history it may use): a round with the same scope gets the same answer.
     """
-    history = tuple(sorted(r[0] for r in conn.sql(_HISTORY_SQL, params=[incident.incident_id, incident.opened_at,
-                                                                        incident.opened_at]).fetchall()))
-    key = (incident.incident_id, _file_hashes(conn, [incident.incident_id]).get(incident.incident_id, ()), history)
+    history = tuple(r[0] for r in conn.sql(_HISTORY_SQL, params=[incident.incident_id, incident.opened_at,
+                                                                 incident.opened_at]).fetchall())
+    key = (incident.incident_id, _scope_key(scope), history)
     if key not in _SCORE_CACHE:
-        _SCORE_CACHE[key] = _score(conn, incident)
+        _SCORE_CACHE[key] = _score(conn, settings, incident, scope)
     scores, hits = _SCORE_CACHE[key]
     return dict(scores), list(hits)
 
 
-def _score(conn: duckdb.DuckDBPyConnection, incident: Incident) -> tuple[dict[str, float], list[Hit]]:
-    lines = _lines(conn, incident.incident_id)
+def _score(conn: duckdb.DuckDBPyConnection, settings: Settings, incident: Incident,
+           scope: Scope) -> tuple[dict[str, float], list[Hit]]:
+    lines = _lines(conn, scope)
     if not lines:
         return {}, []
     fired = _fire(lines)
-    frequency, n_history = history_frequency(conn, incident) if fired else ({}, 0)
+    frequency, n_history = history_frequency(conn, settings, incident) if fired else ({}, 0)
     specific = {info.label: {**{f"{info.label}:re:{s.pattern.pattern}": s.weight for s in info.signals},
-                             **{f"{info.label}:volume:{v.file}": v.weight for v in info.volumes}}
+                             **{f"{info.label}:volume:{v.file}": v.weight for v in info.volumes},
+                             **{f"{info.label}:flap:{n}": f.weight for n, f in enumerate(info.flaps)}}
                 for info in taxonomy().values()}
     hits = []
     for key, (label, shown, note) in fired.items():
@@ -199,6 +239,7 @@ def clear_cache() -> None:
     """Forget the per-incident signal cache (tests that rewrite an incident's logs in place)."""
     _FIRED_CACHE.clear()
     _SCORE_CACHE.clear()
+    _HISTORY_SCOPES.clear()
 
 
 __all__ = ["Hit", "LogLine", "clear_cache", "device_of", "history_frequency", "score_incident"]

@@ -114,6 +114,7 @@ class Report(_Closed):
     category: str | None = None
     devices: list[str] = Field(default_factory=list)
     components: list[str] = Field(default_factory=list)  # fault area (JIRA components) the report names
+    scope: list[str] = Field(default_factory=list)  # which log lines the round read, and why (log_scopes in words)
     text: str  # the whole report as Markdown
 
 

@@ -144,7 +144,7 @@ def write_deterministic(incident: Incident, outputs: dict[str, AgentOutput], cla
         verification += " " + _hedged(checks[0], ev.get(checks[0].claim_id))
     report = Report(incident_id=incident.incident_id, round=round_, symptom=symptom, evidence=statements,
                     root_cause=root, fix=fix, verification=verification, label=label, category=category,
-                    devices=devices, components=pick_components(outputs), text="")
+                    devices=devices, components=pick_components(outputs), scope=_scope_of(outputs), text="")
     return report.model_copy(update={"text": render_markdown(report)})
 
 
@@ -159,6 +159,11 @@ def _spread(ordered: list[Claim], limit: int) -> list[Claim]:
     return (firsts + rest)[:limit]
 
 
+def _scope_of(outputs: dict[str, AgentOutput]) -> list[str]:
+    log = outputs.get("log")
+    return list(log.data.get("scope") or []) if log else []
+
+
 def render_markdown(report: Report) -> str:
     """The report as Markdown: identification, then resolution, then the fields."""
     lines = [f"# Fault analysis: {report.incident_id} (round {report.round})", "", "## Identification", "",
@@ -169,6 +174,8 @@ def render_markdown(report: Report) -> str:
     fields = [("Label", report.label), ("Category", report.category), ("Devices", ", ".join(report.devices)),
               ("Components", ", ".join(report.components))]
     lines += [f"- {k}: {v}" for k, v in fields if v]
+    if report.scope:
+        lines += ["", "## Logs read", ""] + [f"- {s}" for s in report.scope]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -215,7 +222,8 @@ def write_llm(incident: Incident, outputs: dict[str, AgentOutput], claims: list[
                                       "previous_report": previous.text if previous else "none",
                                       "critique": critique or "none"})
     parsed = LLMReport.model_validate(answer)
-    report = Report(incident_id=incident.incident_id, round=round_, text="", **parsed.model_dump())
+    report = Report(incident_id=incident.incident_id, round=round_, text="", scope=_scope_of(outputs),
+                    **parsed.model_dump())
     if not report.components:
         report = report.model_copy(update={"components": pick_components(outputs)})
     return report.model_copy(update={"text": render_markdown(report)})

@@ -17,12 +17,14 @@ import pyarrow as pa
 
 from faultline.config import Settings
 from faultline.ingest import store
+from faultline.ingest.logdevice import device_expr
 from faultline.ingest.prepared import Prepared
 from faultline.ingest.reading import FileIdentity, Reject, binary_reason, line_blocks, text_lines
 
 LOG_COLUMNS = [
     "source_file", "line_no", "file_sha256", "format", "parsed", "ts", "host", "severity",
     "severity_raw", "component", "pid", "message", "raw", "decode_error", "incident_id", "ingested_at",
+    "device",
 ]
 BATCH_BYTES = 16 * 1024 * 1024
 
@@ -99,9 +101,10 @@ def _batches(raw: FileIdentity, source_file: str, settings: Settings, fmt, incid
             pl.lit(raw.sha256).alias("file_sha256"),
             pl.lit(incident_id, dtype=pl.Utf8).alias("incident_id"),
             pl.lit(ingested_at).alias("ingested_at"),
-        ).select(*LOG_COLUMNS, "raw_bytes")
+        )
         if host is not None:
             frame = frame.with_columns(pl.col("host").fill_null(pl.lit(host)))
+        frame = frame.with_columns(device_expr(source_file, host)).select(*LOG_COLUMNS, "raw_bytes")
         prepared.records_in += frame.height
         for name, count in frame.group_by("format").len().iter_rows():
             formats[name] = formats.get(name, 0) + count

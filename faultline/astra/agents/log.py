@@ -1,10 +1,12 @@
 """LogAgent: the device-log evidence for an incident, as findings that quote log lines verbatim.
 
-It runs the log pipeline (five-level filter with Level-5 keywords from the ticket and the
+It reads the lines of the incident's scope (`faultline.scope`: the devices its ticket points at and
+their neighbours over the window its words give, from every ingested log; stored in `log_scopes`), runs
+the log pipeline (five-level filter with Level-5 keywords from the ticket and the
 pre-fetched tickets, noise suppression, DRAIN3 templates, capped excerpt; stored in
 `log_excerpts` for the task's round), then analyses the excerpt:
 
-* deterministic (default): the taxonomy's signals, fired over the incident's whole log and discounted
+* deterministic (default): the taxonomy's signals, fired over every line of the scope and discounted
   by how often they fire in the history's logs (`faultline.astra.log_signals`), score labels; the key
   lines are the lines behind the strongest signals, then the excerpt's fault lines sharing the most
   ticket words; the causal chain is the strongest signals, then those lines in time order;
@@ -58,13 +60,38 @@ class LogAgent:
     def __init__(self, deps: AgentDeps) -> None:
         self.deps = deps
 
-    def _excerpt(self, task: AgentTask):  # -> LogExcerpt | None
-        from faultline.logs.pipeline import build_excerpt, lines_for_incident
-        from faultline.logs.store import write_excerpt
+    def _scope(self, cursor, task: AgentTask, widen: int):  # -> Scope
+        from faultline.scope.resolve import build_scope
+
+        inc = task.incident
+        return build_scope(cursor, self.deps.settings, incident_id=inc.incident_id, title=inc.title,
+                           description=inc.description, opened_at=inc.opened_at, round=task.round, widen=widen)
+
+    def scope(self, task: AgentTask):  # -> Scope
+        """The lines this round reads: the ticket's scope; a follow-up round widens it when it names no label."""
+        from faultline.astra.log_signals import score_incident
+        from faultline.scope.store import write_scope
 
         cursor = self.deps.conn.cursor()
         try:
-            lines = lines_for_incident(cursor, task.incident.incident_id)
+            scope = self._scope(cursor, task, widen=0)
+            if task.round > 1 and scope.entries and scope.entries[0].kind != "incident_id":
+                scores, _hits = score_incident(cursor, self.deps.settings, task.incident, scope)
+                if best_label(scores) is None:
+                    scope = self._scope(cursor, task, widen=min(task.round - 1, 2))
+            write_scope(cursor, scope)
+            return scope
+        finally:
+            cursor.close()
+
+    def _excerpt(self, task: AgentTask, scope):  # -> LogExcerpt | None
+        from faultline.logs.pipeline import build_excerpt
+        from faultline.logs.store import write_excerpt
+        from faultline.scope.resolve import scope_frame
+
+        cursor = self.deps.conn.cursor()
+        try:
+            lines = scope_frame(cursor, scope)
             if lines.height == 0:
                 return None
             ticket = "\n".join(p for p in (task.incident.title, task.incident.description,
@@ -79,21 +106,27 @@ class LogAgent:
 
     def run(self, task: AgentTask) -> AgentOutput:
         started = time.perf_counter()
-        excerpt = self._excerpt(task)
+        scope = self.scope(task)
+        excerpt = self._excerpt(task, scope)
+        described = scope.describe()
         if excerpt is None:
+            where = "; ".join(described[:3])
             return AgentOutput(agent="log", round=task.round, query=task.query,
-                               text="No device logs were ingested for this incident, so the logs say nothing.",
-                               data={"input_lines": 0}, elapsed_s=time.perf_counter() - started)
-        output = self._llm(task, excerpt) if self.deps.model else self._deterministic(task, excerpt)
+                               text=f"No log lines in this incident's scope ({where}), so the logs say nothing.",
+                               data={"input_lines": 0, "scope": described}, elapsed_s=time.perf_counter() - started)
+        output = (self._llm(task, excerpt) if self.deps.model
+                  else self._deterministic(task, excerpt, scope))
+        output.data["scope"] = described
+        output.text = output.text + "\nLogs read (scope):\n" + "\n".join(f"- {line}" for line in described)
         output.elapsed_s = time.perf_counter() - started
         return output
 
-    def _deterministic(self, task: AgentTask, excerpt) -> AgentOutput:
+    def _deterministic(self, task: AgentTask, excerpt, scope) -> AgentOutput:
         from faultline.astra.log_signals import score_incident
 
         cursor = self.deps.conn.cursor()
         try:
-            scores, hits = score_incident(cursor, task.incident)
+            scores, hits = score_incident(cursor, self.deps.settings, task.incident, scope)
         finally:
             cursor.close()
         label = best_label(scores)

@@ -1,0 +1,83 @@
+"""Per-device clock offsets, detected from the logs themselves.
+
+A device that logs in another zone (one IOS-XR router of the shared data logs UTC while its peers
+log local time) puts its lines hours away from the events its peers log. State changes happen
+together across a network — a session that drops is logged by both ends within a second or two — so
+the offset that lines a device's state-change lines up with its peers' is its clock offset. Offsets
+tried are whole quarter-hours within ±14 h; one is taken only when it lines up clearly more lines
+than no offset does.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from datetime import datetime, timedelta
+
+import duckdb
+
+# lines that report a change of state: adjacencies, sessions, links (IOS-XR, FRR, Linux forms)
+CHANGE_PATTERN = r"ADJCHANGE|ADJCHG|AdjChg|UPDOWN|changed state|[Ll]ink is (?:[Dd]own|[Uu]p)|NIC Link|carrier"
+TOLERANCE_S = 2.0
+STEP_S = 900
+MAX_OFFSET_S = 14 * 3600
+MIN_LINES = 3
+
+_CHANGES_SQL = f"""
+SELECT device, epoch(ts) FROM log_lines
+WHERE device IS NOT NULL AND ts BETWEEN ? AND ? AND regexp_matches(raw, '{CHANGE_PATTERN}')
+"""
+
+
+def _lined_up(times: list[float], others: list[float], offset: float) -> int:
+    count = 0
+    for t in times:
+        target = t - offset
+        i = bisect.bisect_left(others, target - TOLERANCE_S)
+        if i < len(others) and others[i] <= target + TOLERANCE_S:
+            count += 1
+    return count
+
+
+def detect_offsets(changes: dict[str, list[float]]) -> dict[str, tuple[int, str]]:
+    """device -> (offset in seconds its clock runs ahead, why) for devices whose clock is off.
+
+    `changes`: device -> epoch seconds (as the device logged them) of its state-change lines.
+    """
+    found: dict[str, tuple[int, str]] = {}
+    for device, times in changes.items():
+        if len(times) < MIN_LINES:
+            continue
+        others = sorted(t for d, ts in changes.items() if d != device for t in ts)
+        if not others:
+            continue
+        times = sorted(set(times))
+        at_zero = _lined_up(times, others, 0)
+        best, best_count = 0, at_zero
+        for offset in range(-MAX_OFFSET_S, MAX_OFFSET_S + 1, STEP_S):
+            if offset == 0:
+                continue
+            count = _lined_up(times, others, offset)
+            if count > best_count:
+                best, best_count = offset, count
+        if best and best_count >= MIN_LINES and best_count >= 2 * at_zero + 1:
+            shift = "earlier" if best > 0 else "later"
+            why = (f"clock {_hours(-best)}: read {abs(best) / 3600:g} h {shift}, {best_count} of its "
+                   f"{len(times)} state changes line up with its peers' ({at_zero} at face value)")
+            found[device] = (best, why)
+    return found
+
+
+def _hours(seconds: int) -> str:
+    sign = "+" if seconds > 0 else "−"
+    hours = abs(seconds) / 3600
+    return f"{sign}{hours:g} h"
+
+
+def offsets_around(conn: duckdb.DuckDBPyConnection, lo: datetime, hi: datetime) -> dict[str, tuple[int, str]]:
+    """Clock offsets of the devices that logged state changes within ±14 h of [lo, hi] (naive log times)."""
+    span = timedelta(seconds=MAX_OFFSET_S)
+    changes: dict[str, list[float]] = defaultdict(list)
+    for device, stamp in conn.execute(_CHANGES_SQL, [lo - span, hi + span]).fetchall():
+        changes[device].append(float(stamp))
+    return detect_offsets(changes)

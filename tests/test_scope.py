@@ -1,0 +1,176 @@
+"""A ticket's log scope: time words, device mentions, learned links, clock offsets, and the stored rows.
+
+Synthetic archives go through the real log ingest into a real DuckDB warehouse; the IOS-XR test reads
+the shared router logs (marker `data`).
+"""
+
+from __future__ import annotations
+
+import gzip
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from faultline.scope.devices import Device, interface_key, resolve_mentions
+from faultline.scope.timewords import ticket_window
+
+OPENED = datetime(2026, 11, 30, 10, 24, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("text, start, end", [
+    ("BGP down on leaf1 around 10:20", "10:05", "10:35"),
+    ("can't reach 10.1.1.10 since: 01:20", "01:05", "10:29"),
+    ("flaps ~10:34", "10:19", "10:49"),
+    ("outage between 10:20 and 10:25", "10:18", "10:27"),
+    ("20 minutes ago the VPN dropped", "09:49", "10:19"),
+    ("no time words at all", "09:54", "10:29"),
+    ("since 25:99 nothing works", "09:54", "10:29"),  # not a time: the fallback, never a crash
+])
+def test_the_window_follows_the_ticket_words_else_its_opening(text, start, end):
+    window = ticket_window(text, OPENED, "UTC")
+    assert (window.start.strftime("%H:%M"), window.end.strftime("%H:%M")) == (start, end)
+    assert window.reason
+
+
+def test_a_time_later_than_the_opening_is_yesterday_and_zones_convert():
+    window = ticket_window("since 23:50", datetime(2026, 11, 30, 0, 10, tzinfo=timezone.utc), "UTC")
+    assert window.start.date().isoformat() == "2026-11-29"
+    pacific = ticket_window("around 10:20", datetime(2017, 8, 4, 17, 30, tzinfo=timezone.utc), "America/Los_Angeles")
+    assert pacific.start == datetime(2017, 8, 4, 17, 5, tzinfo=timezone.utc)  # 10:05 PDT
+    stated = ticket_window("around 10:20 UTC", datetime(2017, 8, 4, 17, 30, tzinfo=timezone.utc), "America/Los_Angeles")
+    assert stated.start == datetime(2017, 8, 4, 10, 5, tzinfo=timezone.utc)
+
+
+def test_devices_are_found_by_loose_names_addresses_dns_names_and_interfaces():
+    devices = {
+        "core_router_1": Device("core_router_1", addresses={"10.0.0.1"}),
+        "web_server_3": Device("web_server_3", dns_names={"web3.local"}),
+        "spine2": Device("spine2", interfaces={"HundredGigE0/0/0/8"}),
+        "leaf1": Device("leaf1"), "leaf12": Device("leaf12"), "dr01": Device("dr01"),
+    }
+    mentions, unmatched = resolve_mentions(
+        "Core Router 1 and Spine-2 Hu0/0/0/8 down", "web3.local is slow; 10.0.0.1 unreachable; dr1 and leaf9 too",
+        devices)
+    found = {(m.device, m.kind) for m in mentions}
+    assert {("core_router_1", "named"), ("spine2", "named"), ("web_server_3", "named"), ("core_router_1", "address"),
+            ("dr01", "named"), ("spine2", "interface")} <= found
+    assert not any(m.device in ("leaf1", "leaf12") and m.kind == "named" for m in mentions)  # leaf9 names neither
+    assert "leaf9" in unmatched
+    assert interface_key("Hu0/0/0/8") == interface_key("HundredGigE0/0/0/8")
+
+
+def test_a_role_word_names_the_family():
+    devices = {f"spine{n}": Device(f"spine{n}") for n in range(1, 4)} | {"leaf1": Device("leaf1"), "leaf2": Device("leaf2")}
+    mentions, _ = resolve_mentions("BGP flaps on the spines", "", devices)
+    assert {m.device for m in mentions} == {"spine1", "spine2", "spine3"}
+
+
+def _archive(folder, lines_by_device):
+    for device, lines in lines_by_device.items():
+        target = folder / device / "2017-08-04.log.gz"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+
+
+def _iso(hh_mm_ss: str, shift_h: int = 0) -> str:
+    stamp = datetime.fromisoformat(f"2017-08-04T{hh_mm_ss}") + timedelta(hours=shift_h)
+    return stamp.isoformat() + "+00:00"
+
+
+@pytest.fixture()
+def archive_conn(tmp_path):
+    """A collector archive: r1 and r2 share a /31 (BGP), r3 peers with r2 and logs 7 h ahead, r4 is elsewhere."""
+    from faultline import db
+    from faultline.config import Settings
+    from faultline.ingest.api import ingest_paths
+
+    def bgp(device, t, neighbour, state, shift=0):
+        return f"{_iso(t, shift)} {device} bgpd[10]: %ADJCHANGE: neighbor {neighbour} in vrf default {state}"
+
+    lines = {
+        "r1": [bgp("r1", f"10:{m:02d}:00", "10.0.0.1", s) for m, s in ((10, "Down"), (12, "Up"), (30, "Down"))],
+        "r2": [bgp("r2", f"10:{m:02d}:00", "10.0.0.0", s) for m, s in ((10, "Down"), (12, "Up"), (30, "Down"))]
+        + [bgp("r2", f"10:{m:02d}:01", "10.0.1.1", s) for m, s in ((14, "Down"), (16, "Up"), (40, "Down"))],
+        "r3": [bgp("r3", f"10:{m:02d}:01", "10.0.1.0", s, shift=7) for m, s in ((14, "Down"), (16, "Up"), (40, "Down"))],
+        "r4": [f"{_iso('10:20:00')} r4 sshd[1]: session opened"],
+    }
+    _archive(tmp_path / "archive", lines)
+    settings = Settings(duckdb_path=tmp_path / "fl.duckdb", lancedb_dir=tmp_path / "lancedb", progress=False)
+    conn = db.open_warehouse(settings)
+    report = ingest_paths(conn, settings, "logs", [tmp_path / "archive"])
+    assert report.totals()["accepted"] == 13
+    yield conn, settings
+    conn.close()
+
+
+def test_the_archive_lines_name_their_device(archive_conn):
+    conn, _ = archive_conn
+    devices = dict(conn.execute("SELECT device, count(*) FROM log_lines GROUP BY device").fetchall())
+    assert devices == {"r1": 3, "r2": 6, "r3": 3, "r4": 1}
+
+
+def test_scope_takes_the_named_device_its_learned_neighbours_and_their_clocks(archive_conn):
+    from faultline.scope.resolve import build_scope, scope_lines
+    from faultline.scope.store import read_scope, write_scope
+
+    conn, settings = archive_conn
+    scope = build_scope(conn, settings, incident_id="T-1", title="BGP flap on R2", description="around 10:13",
+                        opened_at="2017-08-04T10:45:00+00:00")
+    by_device = {e.device: e for e in scope.entries if e.device}
+    assert set(by_device) == {"r2", "r1", "r3"}  # r4 logged in the window but is nobody's neighbour
+    assert by_device["r2"].kind == "named" and by_device["r1"].kind == "neighbour"
+    assert "10.0.0.0" in by_device["r1"].reason or "10.0.0.1" in by_device["r1"].reason
+    assert by_device["r3"].clock_offset_s == 7 * 3600 and "clock −7 h" in by_device["r3"].reason
+    assert by_device["r3"].lines_in_scope == 2  # its 10:14 and 10:16 changes, read on its own clock
+    lines = scope_lines(conn, scope, "l.device, l.raw").fetchall()
+    assert {d for d, _ in lines} == {"r1", "r2", "r3"} and not any("10:40" in raw or "10:30" in raw for _, raw in lines)
+    write_scope(conn, scope)
+    stored = read_scope(conn, "T-1", scope.round, settings.log_timezone)
+    assert {e.device for e in stored.entries if e.device} == set(by_device)
+
+
+def test_a_ticket_naming_no_known_device_records_why_and_reads_the_fleet(archive_conn):
+    from faultline.scope.resolve import build_scope
+
+    conn, settings = archive_conn
+    scope = build_scope(conn, settings, incident_id="T-2", title="edge9 is down", description="since 10:19",
+                        opened_at="2017-08-04T10:25:00+00:00")
+    note = next(e for e in scope.entries if e.kind == "no_match")
+    assert "edge9" in note.reason and note.matched == "edge9"
+    assert {e.device for e in scope.entries if e.kind == "fleet"} == {"r1", "r2", "r3", "r4"}
+
+
+def test_a_follow_up_round_may_widen_the_window(archive_conn):
+    from faultline.scope.resolve import build_scope
+
+    conn, settings = archive_conn
+    narrow = build_scope(conn, settings, incident_id="T-3", title="r1 BGP", description="around 10:10",
+                         opened_at="2017-08-04T10:45:00+00:00")
+    wide = build_scope(conn, settings, incident_id="T-3", title="r1 BGP", description="around 10:10",
+                       opened_at="2017-08-04T10:45:00+00:00", round=2, widen=1)
+    count = {e.device: e.lines_in_scope for e in narrow.entries if e.device}
+    wider = {e.device: e.lines_in_scope for e in wide.entries if e.device}
+    assert count["r1"] == 2 and wider["r1"] == 3  # the 10:30 Down joins
+
+
+@pytest.mark.data
+def test_iosxr_archive_scope_finds_leaf4s_utc_clock_and_the_cleared_device(data_dir, tmp_path):
+    from faultline import db
+    from faultline.config import Settings
+    from faultline.ingest.api import ingest_paths
+    from faultline.scope.resolve import build_scope
+
+    logs = sorted((data_dir / "logs" / "iosxr" / "bgpclear" / "logs").glob("*.bgpclear.log"))
+    settings = Settings(duckdb_path=tmp_path / "fl.duckdb", lancedb_dir=tmp_path / "lancedb", progress=False,
+                        log_default_year=2017, log_timezone="America/Los_Angeles")
+    conn = db.open_warehouse(settings)
+    ingest_paths(conn, settings, "logs", logs)
+    # spine2 was cleared at 10:29:44 PDT (docs/data.md); the ticket names only leaf4, one of its peers
+    scope = build_scope(conn, settings, incident_id="x", title="leaf4 lost BGP peers",
+                        description="around 10:30", opened_at="2017-08-04T10:36:00-07:00")
+    by_device = {e.device: e for e in scope.entries if e.device}
+    assert by_device["leaf4"].clock_offset_s == 7 * 3600
+    assert by_device["spine2"].kind == "neighbour"
+    cleared = conn.execute("SELECT count(*) FROM log_lines WHERE device = 'spine2' AND raw LIKE '%User clear requested%' "
+                           "AND ts BETWEEN '2017-08-04 10:15:00' AND '2017-08-04 10:45:00'").fetchone()[0]
+    assert cleared and by_device["spine2"].lines_in_scope >= cleared
