@@ -174,3 +174,30 @@ def test_iosxr_archive_scope_finds_leaf4s_utc_clock_and_the_cleared_device(data_
     cleared = conn.execute("SELECT count(*) FROM log_lines WHERE device = 'spine2' AND raw LIKE '%User clear requested%' "
                            "AND ts BETWEEN '2017-08-04 10:15:00' AND '2017-08-04 10:45:00'").fetchone()[0]
     assert cleared and by_device["spine2"].lines_in_scope >= cleared
+
+
+@pytest.mark.data
+def test_a_ticket_naming_a_peer_blames_the_cleared_router_not_the_echo(data_dir, tmp_path):
+    """spine2 was cleared at 10:29:44 PDT; its peers log 'Notification received' (the echo) at the same second."""
+    from faultline import db
+    from faultline.astra.log_signals import score_incident
+    from faultline.astra.records import Incident
+    from faultline.astra.taxonomy import best_label
+    from faultline.config import Settings
+    from faultline.ingest.api import ingest_paths
+    from faultline.scope.resolve import build_scope
+
+    logs = sorted((data_dir / "logs" / "iosxr" / "bgpclear" / "logs").glob("*.bgpclear.log"))
+    settings = Settings(duckdb_path=tmp_path / "fl.duckdb", lancedb_dir=tmp_path / "lancedb", progress=False,
+                        log_default_year=2017, log_timezone="America/Los_Angeles")
+    conn = db.open_warehouse(settings)
+    ingest_paths(conn, settings, "logs", logs)
+    incident = Incident(incident_id="peer", title="BGP neighbours flapped on leaf8",
+                        description="leaf8 reported BGP neighbours going down around 10:30",
+                        opened_at="2017-08-04T17:37:00+00:00")
+    scope = build_scope(conn, settings, incident_id="peer", title=incident.title, description=incident.description,
+                        opened_at=incident.opened_at)
+    scores, hits = score_incident(conn, settings, incident, scope)
+    assert best_label(scores) == "bgp_reset_operator_clear"
+    top = next(h for h in hits if h.label == "bgp_reset_operator_clear")
+    assert {line.device for line in top.lines} == {"spine2"}  # leaf8's own clear at 10:35:25 is 5 minutes off

@@ -23,9 +23,12 @@ from __future__ import annotations
 import re
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import PurePath
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 from faultline.astra.flap_rule import flap_runs
 from faultline.astra.taxonomy import Volume, taxonomy
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
     from faultline.astra.records import Incident
 
 MIN_HISTORY = 10
+SPREAD_MINUTES = 1  # devices whose lines fall within this many whole minutes of the ticket's moment are all quoted
+ECHO_SHARE = 0.25  # what a label's score keeps when the entry that `explains` it fired in the same scope
 RECURRENT = 2
 QUOTES_PER_SIGNAL = 3
 _FIRED_CACHE: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}  # (incident, its scope) -> signal keys
@@ -68,6 +73,7 @@ class LogLine:
     device: str | None
     source_file: str
     line_no: int
+    ts: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -153,9 +159,58 @@ def _generic(key: str) -> str:
 
 
 def _lines(conn: duckdb.DuckDBPyConnection, scope: Scope) -> list[LogLine]:
-    rows = scope_lines(conn, scope, "l.raw, l.host, l.device, l.source_file, l.line_no").fetchall()
-    return [LogLine(raw, device_of(src, host) if device is None else device, src, no)
-            for raw, host, device, src, no in rows]
+    rows = scope_lines(conn, scope, "l.raw, l.host, l.device, l.source_file, l.line_no, l.ts").fetchall()
+    return [LogLine(raw, device_of(src, host) if device is None else device, src, no, ts)
+            for raw, host, device, src, no, ts in rows]
+
+
+# how close to the ticket a device of the scope is: what the ticket names first, the whole fleet last
+_FOCUS = {"incident_id": 0, "named": 0, "address": 0, "interface": 0, "service": 1, "role": 2, "neighbour": 3,
+          "fleet": 4}
+
+
+def _quoted(lines: tuple[LogLine, ...], focus: Callable[[LogLine], tuple]) -> tuple[LogLine, ...]:
+    """The lines a hit quotes: the best by `focus`, then the best line of every other device that logged the same
+    signal within a minute or so of the ticket's moment (a cascade: three routers cleared around 10:40), then the
+    next best, up to ``QUOTES_PER_SIGNAL``."""
+    ordered = sorted(lines, key=focus)
+    chosen = ordered[:1]
+    if ordered and len(focus(ordered[0])) == 5:  # the ticket names a moment: keys start with minutes away
+        for line in ordered[1:]:
+            if len(chosen) >= QUOTES_PER_SIGNAL or focus(line)[0] > SPREAD_MINUTES:
+                break
+            if line.device not in {c.device for c in chosen}:
+                chosen.append(line)
+    chosen += [line for line in ordered if line not in chosen][:QUOTES_PER_SIGNAL - len(chosen)]
+    return tuple(chosen)
+
+
+def _focus(scope: Scope) -> Callable[[LogLine], tuple]:
+    """Sort key for the lines a hit quotes (and so the devices it blames).
+
+    When the ticket names a moment ("around 10:40"), lines within the same minute of it come first, then the
+    ticket's own devices before their neighbours (an operator's time is more precise than the device they
+    happened to look at); otherwise the ticket's own devices first, then the lines nearest the middle of the
+    window. Times are read on each device's own clock; file order breaks ties."""
+    rank = {e.device: _FOCUS.get(e.kind, 5) for e in scope.entries if e.device}
+    offsets = {e.device: e.clock_offset_s for e in scope.entries if e.device}
+    bounded = next((e for e in scope.entries if e.window_start and e.window_end), None)
+    centre = None
+    if scope.focus_at is not None:
+        centre = scope.focus_at.astimezone(ZoneInfo(scope.log_timezone)).replace(tzinfo=None)
+    elif bounded is not None:
+        middle = bounded.window_start + (bounded.window_end - bounded.window_start) / 2
+        centre = middle.astimezone(ZoneInfo(scope.log_timezone)).replace(tzinfo=None)
+
+    def key(line: LogLine) -> tuple:
+        distance = float("inf")
+        if centre is not None and line.ts is not None:
+            distance = abs((line.ts - timedelta(seconds=offsets.get(line.device, 0)) - centre).total_seconds())
+        if scope.focus_at is not None:
+            return distance // 60, rank.get(line.device, 5), distance, line.source_file, line.line_no
+        return rank.get(line.device, 5), distance, line.source_file, line.line_no
+
+    return key
 
 
 def _scope_key(scope: Scope) -> tuple[str, ...]:
@@ -223,15 +278,21 @@ def _score(conn: duckdb.DuckDBPyConnection, settings: Settings, incident: Incide
                              **{f"{info.label}:flap:{n}": f.weight for n, f in enumerate(info.flaps)}}
                 for info in taxonomy().values()}
     hits = []
+    focus = _focus(scope)
     for key, (label, shown, note) in fired.items():
         written = specific[label][_generic(key)]
         df = frequency.get(_generic(key), 0.0) if n_history >= MIN_HISTORY else None
         weight = written * (1 - df) ** 2 if df is not None else written
-        hits.append(Hit(label, key, round(weight, 4), df, shown[:QUOTES_PER_SIGNAL], note))
+        hits.append(Hit(label, key, round(weight, 4), df, _quoted(shown, focus), note))
     hits.sort(key=lambda h: (-h.weight, h.label, h.key))
     scores: dict[str, float] = {}
     for hit in hits:
         scores[hit.label] = round(scores.get(hit.label, 0.0) + hit.weight, 4)
+    for info in taxonomy().values():  # an echo of a cause that is itself in scope counts for a quarter
+        if scores.get(info.label):
+            for echo in info.explains:
+                if echo in scores:
+                    scores[echo] = round(scores[echo] * ECHO_SHARE, 4)
     return scores, hits
 
 

@@ -78,6 +78,7 @@ class Label:
     kind: Kind = "fault"
     event_types: tuple[str, ...] = ()
     flaps: tuple[Flap, ...] = ()
+    explains: tuple[str, ...] = ()  # entries whose lines echo this one elsewhere (see the taxonomy file)
 
 
 def _entry(name: str, category: str, spec: dict, kind: Kind) -> Label:
@@ -91,7 +92,7 @@ def _entry(name: str, category: str, spec: dict, kind: Kind) -> Label:
                        float(f["weight"]))
                   for f in spec.get("flap") or [])
     return Label(name, category, spec.get("summary", ""), signals, volumes, kind,
-                 tuple(spec.get("event_types") or ()), flaps)
+                 tuple(spec.get("event_types") or ()), flaps, tuple(spec.get("explains") or ()))
 
 
 @lru_cache(maxsize=1)

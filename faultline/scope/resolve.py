@@ -56,6 +56,7 @@ class Scope(BaseModel):
     round: int
     log_timezone: str
     entries: list[ScopeEntry]
+    focus_at: datetime | None = None  # the moment the ticket names, if any (not stored; orders the evidence)
 
     @property
     def devices(self) -> list[str]:
@@ -187,7 +188,8 @@ def build_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, *, incident
     counts = _count_lines(conn, counted, zone)
     counted = [e.model_copy(update={"lines_in_scope": counts.get(e.device, 0)}) for e in counted
                if e.kind != "fleet" or counts.get(e.device)]  # the fleet: devices that logged in their window
-    return Scope(incident_id=incident_id, round=round, log_timezone=zone_name, entries=notes + counted)
+    return Scope(incident_id=incident_id, round=round, log_timezone=zone_name, entries=notes + counted,
+                 focus_at=window.at)
 
 
 def _device_windows(entries: list[ScopeEntry], zone: ZoneInfo) -> list[dict]:

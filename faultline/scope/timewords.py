@@ -53,12 +53,13 @@ class Window:
     end: datetime
     reason: str
     matched: str | None = None  # the ticket's words the window came from; None for the fallback
+    at: datetime | None = None  # the moment the ticket names ("around 10:28", "since 01:20"), when it names one
 
     def widened(self, minutes: int) -> Window:
         """The same window, `minutes` wider on each side (a follow-up round looking further)."""
         pad = timedelta(minutes=minutes)
         return Window(self.start - pad, self.end + pad, f"{self.reason}; widened by {minutes} min on each side",
-                      self.matched)
+                      self.matched, self.at)
 
 
 def _zone_of(match: re.Match[str], prefix: str, default: tzinfo) -> tzinfo:
@@ -133,6 +134,7 @@ def ticket_window(text: str, opened: datetime, zone: tzinfo | str = "UTC", *, lo
     opened_local = opened.astimezone(zone)
     around, after = timedelta(minutes=around_min), timedelta(minutes=after_min)
     spans: list[tuple[datetime, datetime, str]] = []
+    moments: list[datetime] = []  # the moments the ticket names, in the order found
     taken: list[tuple[int, int]] = []
 
     def free(match: re.Match[str]) -> bool:
@@ -152,11 +154,13 @@ def ticket_window(text: str, opened: datetime, zone: tzinfo | str = "UTC", *, lo
         if end < start:
             start -= timedelta(days=1)
         spans.append((start - timedelta(minutes=2), end + timedelta(minutes=2), match.group(0)))
+        moments.append(start)
         taken.append(match.span())
     for match in _SINCE.finditer(text):
         if free(match):
             start = _at(day, _clock(match), _zone_of(match, "", zone), opened)
             spans.append((start - around, max(start, opened) + after, match.group(0)))
+            moments.append(start)
             taken.append(match.span())
     for match in _UNTIL.finditer(text):
         if free(match):
@@ -167,10 +171,12 @@ def ticket_window(text: str, opened: datetime, zone: tzinfo | str = "UTC", *, lo
         if free(match):
             stamp = _at(day, _clock(match), _zone_of(match, "", zone), opened)
             spans.append((stamp - around, stamp + around, match.group(0).strip()))
+            moments.append(stamp)
             taken.append(match.span())
     for match in _AGO.finditer(text):
         stamp = opened - _amount(match.group("n")) * _unit(match.group("unit"))
         spans.append((stamp - around, stamp + around, match.group(0)))
+        moments.append(stamp)
     for match in _LAST.finditer(text):
         spans.append((opened - _amount(match.group("n")) * _unit(match.group("unit")), opened + after, match.group(0)))
     for match in _PERIOD.finditer(text):
@@ -191,4 +197,4 @@ def ticket_window(text: str, opened: datetime, zone: tzinfo | str = "UTC", *, lo
     start, end = min(s for s, _, _ in spans), max(e for _, e, _ in spans)
     words = "; ".join(dict.fromkeys(w.strip() for _, _, w in spans))
     return Window(start, end, f"the ticket says {words!r}: {_fmt(start, zone)} to {_fmt(end, zone)} "
-                              f"({getattr(zone, 'key', None) or str(zone)})", words)
+                              f"({getattr(zone, 'key', None) or str(zone)})", words, moments[0] if moments else None)
