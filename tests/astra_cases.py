@@ -36,29 +36,49 @@ def incident() -> Incident:
 
 
 def log_lines(device: str, daemon: str = "bgpd") -> list[str]:
-    with gzip.open(INCIDENT_DIR / "logs" / device / f"{daemon}.log.gz", "rt") as handle:
-        return [line.rstrip("\n") for line in handle if line.strip()]
+    """The device's `daemon` lines of the incident: its slot of the backlog's syslog archive, verbatim."""
+    meta = json.loads((INCIDENT_DIR / "incident.json").read_text())
+    first, last = meta["lab_up_at"][:19], meta["lab_down_at"][:19]
+    lines = []
+    for path in sorted((INCIDENT_DIR.parent / "archive" / device).glob("*.log.gz")):
+        with gzip.open(path, "rt") as handle:
+            for line in handle:
+                stamp = line.split(">", 1)[-1][:19]
+                if first <= stamp <= last and f" {daemon}[" in line:
+                    lines.append(line.rstrip("\n"))
+    return lines
 
 
 def _fault_lines(device: str) -> list[str]:
     return [line for line in log_lines(device) if "NOTIFICATION" in line or "ADJCHANGE" in line]
 
 
+def hold_timer_line(device: str) -> str:
+    """The device's real `%NOTIFICATION ... (Hold Timer Expired)` line."""
+    return next(line for line in _fault_lines(device) if "Hold Timer Expired" in line)
+
+
+def _clock(line: str) -> str:
+    return line.split(">", 1)[-1][11:19]
+
+
 def log_output() -> AgentOutput:
     r1, r2 = _fault_lines("router1"), _fault_lines("router2")
+    up, expired = next(line for line in r1 if "Up" in line), hold_timer_line("router1")
     text = "\n".join([
         "Log analysis of router1 and router2 (bgpd, zebra).",
         "Findings:",
         *[f"router1 bgpd: {line}" for line in r1],
         *[f"router2 bgpd: {line}" for line in r2],
-        ("Causal chain: the BGP session between router1 and router2 came up at 01:20:32, then both sides sent "
-         "a Hold Timer Expired notification at 01:20:37 and the session went down."),
+        (f"Causal chain: the BGP session between router1 and router2 came up at {_clock(up)}, then both sides "
+         f"sent a Hold Timer Expired notification at {_clock(expired)} and the session went down."),
         ("The session was dropped because keepalives between router1 (10.0.0.0) and router2 (10.0.0.1) stopped "
          "arriving on TCP port 179."),
         "Root-cause category: misconfiguration (likely bgp_acl_block on router1).",
     ])
     findings = [Finding(text="The BGP session between router1 and router2 went down after Hold Timer Expired "
-                             "notifications at 01:20:37.", aspect="symptom", quotes=[r1[-2], r2[-2]])]
+                             f"notifications at {_clock(expired)}.", aspect="symptom",
+                        quotes=[expired, hold_timer_line("router2")])]
     return AgentOutput(agent="log", round=1, query="initial", text=text, findings=findings,
                        category="misconfiguration", label="bgp_acl_block", devices=["router1", "router2"])
 

@@ -57,7 +57,7 @@ def test_follow_up_claims_skip_what_was_already_claimed():
 
 def test_a_verbatim_quote_passes_with_full_overlap():
     output = cases.log_output()
-    line = cases.log_lines("router1")[-2]  # the real %NOTIFICATION line
+    line = cases.hold_timer_line("router1")  # the real %NOTIFICATION line
     claim = _claim("log", "router1 sent a Hold Timer Expired notification to 10.0.0.1.")
     result = ev.validate(claim, line, output)
     assert result.method == "verbatim" and result.overlap == 1.0
@@ -72,7 +72,7 @@ def test_a_fabricated_quote_is_caught_and_replaced_by_a_keyword_window():
     paraphrase = "Hold Timer Expired notification neighbor 10.0.0.1 sent router1 to BGP bytes"
     assert ev.quote_overlap(paraphrase, output.text) < ev.VERBATIM_THRESHOLD
     # a real line with one fabricated identifier: the overlap stays high, the identifier check catches it
-    real = cases.log_lines("router1")[-2]
+    real = cases.hold_timer_line("router1")
     swapped = real.replace("10.0.0.1", "10.0.0.77").replace("HZN6M-XRM1G", "ZZZZZ-ZZZZZ")
     assert ev.quote_overlap(swapped, output.text) >= ev.VERBATIM_THRESHOLD
     for fabricated in (paraphrase, swapped):
@@ -124,7 +124,7 @@ def test_llm_claims_and_evidence_through_the_gateway_with_a_scripted_model(setti
     from faultline.llm.fake import scripted_model
 
     output = cases.log_output()
-    line = cases.log_lines("router2")[-2]
+    line = cases.hold_timer_line("router2")
     claims_reply = json.dumps({"claims": [
         {"text": "[SYMPTOMATIC] router2 sent a Hold Timer Expired notification to 10.0.0.0.", "tag": None},
         {"text": "The session dropped because keepalives stopped arriving on TCP port 179.", "tag": "CAUSAL"},

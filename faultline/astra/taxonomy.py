@@ -79,6 +79,7 @@ class Label:
     event_types: tuple[str, ...] = ()
     flaps: tuple[Flap, ...] = ()
     explains: tuple[str, ...] = ()  # entries whose lines echo this one elsewhere (see the taxonomy file)
+    consequence: bool = False  # an event that only shows some other cause's effect: evidence, never the label
 
 
 def _entry(name: str, category: str, spec: dict, kind: Kind) -> Label:
@@ -92,7 +93,8 @@ def _entry(name: str, category: str, spec: dict, kind: Kind) -> Label:
                        float(f["weight"]))
                   for f in spec.get("flap") or [])
     return Label(name, category, spec.get("summary", ""), signals, volumes, kind,
-                 tuple(spec.get("event_types") or ()), flaps, tuple(spec.get("explains") or ()))
+                 tuple(spec.get("event_types") or ()), flaps, tuple(spec.get("explains") or ()),
+                 bool(spec.get("consequence")))
 
 
 @lru_cache(maxsize=1)
@@ -171,18 +173,25 @@ def match_lines(lines: Iterable[str]) -> tuple[dict[str, float], list[Match]]:
 def best_label(scores: dict[str, float]) -> str | None:
     """The highest-scoring label at or above ``MIN_LABEL_SCORE`` (ties: name order), else None.
 
+    An event marked `consequence` (what another cause looks like from here) is never named.
     An operator/physical event is named only when it scores strictly more than every NIKA fault label:
     the logs of a lab fault often show an event's lines as a consequence (a filter makes hold timers
     expire), and then the fault is the answer.
     """
     def top(kind: Kind) -> tuple[str, float] | None:
-        ranked = sorted(((n, s) for n, s in scores.items() if _kind_of(n) == kind), key=lambda kv: (-kv[1], kv[0]))
+        ranked = sorted(((n, s) for n, s in scores.items() if _kind_of(n) == kind and not _consequence(n)),
+                        key=lambda kv: (-kv[1], kv[0]))
         return ranked[0] if ranked and ranked[0][1] >= MIN_LABEL_SCORE else None
 
     fault, event = top("fault"), top("event")
     if event is not None and (fault is None or event[1] > fault[1]):
         return event[0]
     return fault[0] if fault else None
+
+
+def _consequence(name: str) -> bool:
+    info = taxonomy().get(name)
+    return bool(info and info.consequence)
 
 
 def _kind_of(name: str) -> Kind:

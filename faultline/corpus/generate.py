@@ -86,6 +86,7 @@ def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings:
     slot_start = (slots or {}).get(incident_id)
     shift = (slot_start - real_start) if slot_start is not None else timedelta(0)
     stamps["lab_up_at"] = real_start.isoformat(timespec="milliseconds")
+    recorded: datetime | None = None  # the collector's lines are the incident's up to here
     try:
         state = lab.up(spec.scenario, spec.size, settings, timeout=timeout)
         ctx = lab.probe_context(state, settings)
@@ -108,6 +109,7 @@ def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings:
         snap.taken_at = _shift_iso(snap.taken_at, shift)
         result.sizes["snapshot_bytes"] = snapshot.save(snap, folder / "snapshot.json.gz")
         stamps["recorded_at"] = _now()
+        recorded = datetime.fromisoformat(stamps["recorded_at"])
         truth = faults.ground_truth(state)
         stage("record_s")
         _write_ticket_and_truth(spec, incident_id, folder, state, truth, snap_out, base_out,
@@ -124,8 +126,10 @@ def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings:
         result.status = "invalid"
         result.reason = f"{type(exc).__name__}: {exc}; {traceback.format_exc(limit=3).strip().splitlines()[-1]}"
     finally:
-        # the collector's lines from lab up to now (teardown), before `down` removes the collector
-        result.sizes.update(_stage_syslog(state, folder, real_start, shift))
+        # the collector's lines from lab up to the recorded snapshot, before `down` removes the collector: the
+        # lab heals the fault (recover) and tears down within seconds, which no real network does before its
+        # ticket is even filed, so those lines are not the incident's
+        result.sizes.update(_stage_syslog(state, folder, real_start, shift, end=recorded))
         try:
             lab.down(settings, all=state is None)
         except Exception as exc:  # noqa: BLE001 - recorded; the next `up` would refuse loudly anyway
@@ -276,14 +280,16 @@ def _shift_iso(value: str, shift: timedelta) -> str:
     return (when + shift).astimezone(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _stage_syslog(state: Any, folder: Path, start: datetime, shift: timedelta) -> dict[str, int]:
-    """Stage what the lab's collector received over the incident (an empty file when the lab never came up)."""
+def _stage_syslog(state: Any, folder: Path, start: datetime, shift: timedelta,
+                  end: datetime | None = None) -> dict[str, int]:
+    """Stage what the lab's collector received from `start` to `end` (default: now); an empty file when the lab
+    never came up."""
     from faultline.corpus.archive import stage_incident
     from faultline.lab.syslog import collected, syslog_dir
 
     lines = collected(syslog_dir(Path(state.run_dir))) if state is not None else iter(())
     try:
-        return stage_incident(lines, folder, start=start, end=datetime.now(timezone.utc), delta=shift)
+        return stage_incident(lines, folder, start=start, end=end or datetime.now(timezone.utc), delta=shift)
     except OSError:  # a collector that never wrote: nothing to stage
         return stage_incident(iter(()), folder, start=start, end=start, delta=shift)
 
