@@ -132,7 +132,7 @@ class SourceAgents:
         if agent == "domain":
             return [p.strip() for p in RUNBOOK.read_text().split("\n\n") if p.strip()]
         notes = []
-        for folder in sorted((REPO / "data" / "sample" / "history").iterdir()):
+        for folder in sorted(p.parent for p in (REPO / "data" / "sample" / "history").glob("*/ticket.json")):
             ticket = json.loads((folder / "ticket.json").read_text())
             notes.append(f"{ticket['ticket_id']}: {ticket['resolution_note']}")
         return notes

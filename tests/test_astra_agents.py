@@ -6,9 +6,10 @@ eligible history move an incident's opening time; the ground truth is never read
 
 from __future__ import annotations
 
+import json
 import threading
 import time
-from datetime import timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -17,7 +18,12 @@ from tests.conftest import REPO
 SAMPLE = REPO / "data" / "sample"
 INCIDENTS = ["history/sample-history-001", "history/sample-history-016", "history/sample-history-030",
              "history/sample-history-036", "history/sample-history-037", "backlog/sample-backlog-020"]
-RESOLVED_LATE = {"NET-4592098", "NET-7126284"}  # 016 and 030: resolved 2026-10-31 08:27 and 07:17
+
+
+def _history_resolved() -> list[tuple[str, str]]:
+    """(resolved_at, ticket_id) of the module's history incidents, in time order (read from their tickets)."""
+    tickets = [json.loads((SAMPLE / p / "ticket.json").read_text()) for p in INCIDENTS if p.startswith("history/")]
+    return sorted((t["resolved_at"], t["ticket_id"]) for t in tickets)
 
 
 @pytest.fixture(scope="module")
@@ -76,13 +82,17 @@ def test_prefetch_only_returns_history_resolved_before_the_incident(env):
     from faultline.astra.prefetch import prefetch
 
     settings, conn, embedder = env
-    # opened before any history ticket was resolved (the history is dated a month before the backlog): nothing
-    assert prefetch(settings, conn, _incident(conn, "sample-backlog-020", "2026-10-30T00:00:00+00:00"),
+    resolved = _history_resolved()
+    first = datetime.fromisoformat(resolved[0][0])
+    # opened before any history ticket was resolved: nothing
+    assert prefetch(settings, conn, _incident(conn, "sample-backlog-020", (first - timedelta(hours=1)).isoformat()),
                     embedder=embedder).similar == []
-    opened = "2026-10-31T07:00:00+00:00"
+    # opened after three of the five were resolved: only those three may come back
+    opened = (datetime.fromisoformat(resolved[2][0]) + timedelta(seconds=1)).astimezone(timezone.utc).isoformat()
+    late = {ticket_id for _, ticket_id in resolved[3:]}
     result = prefetch(settings, conn, _incident(conn, "sample-backlog-020", opened), embedder=embedder)
     ids = [t.ticket_id for t in result.similar]
-    assert ids and not RESOLVED_LATE & set(ids) and not RESOLVED_LATE & set(result.hybrid_ids)
+    assert ids and not late & set(ids) and not late & set(result.hybrid_ids)
     for ticket in result.similar:
         assert _resolved(conn, ticket.ticket_id).astimezone(timezone.utc).isoformat() < opened
     scores = [t.score for t in result.similar]
@@ -129,8 +139,15 @@ def _task(conn, incident_id, prefetched=(), opened=None):
     return AgentTask(incident=incident, query=incident.title, prefetched=list(prefetched))
 
 
-def _raw_lines(conn, incident_id):
-    return {r[0] for r in conn.execute("SELECT raw FROM log_lines WHERE incident_id = ?", [incident_id]).fetchall()}
+def _raw_lines(deps, incident_id):
+    """Every log line the incident's first-round scope reads (its devices and window in the suite's archive)."""
+    from faultline.astra.incident import load_incident
+    from faultline.scope.resolve import build_scope, scope_lines
+
+    inc = load_incident(deps.conn, incident_id)
+    scope = build_scope(deps.conn, deps.settings, incident_id=incident_id, title=inc.title,
+                        description=inc.description, opened_at=inc.opened_at, fleet=True)
+    return {r[0] for r in scope_lines(deps.conn, scope, "l.raw").fetchall()}
 
 
 @pytest.mark.parametrize("incident_id, label, category, device", [
@@ -143,12 +160,13 @@ def test_log_agent_names_the_label_and_quotes_only_real_log_lines(deps, incident
     output = make_agent("log", deps).run(_task(deps.conn, incident_id))
     assert (output.agent, output.label, output.category) == ("log", label, category)
     assert device in output.devices
-    real = _raw_lines(deps.conn, incident_id)
+    real = _raw_lines(deps, incident_id)
     quotes = [q for f in output.findings for q in f.quotes]
     assert quotes and all(q in real for q in quotes) and all(q.strip() in output.text for q in quotes)
     assert any(f.aspect == "cause" for f in output.findings)
-    total = deps.conn.execute("SELECT count(*) FROM log_lines WHERE incident_id = ?", [incident_id]).fetchone()[0]
-    assert output.data["causal_chain"] and output.data["input_lines"] == total
+    total = deps.conn.execute("SELECT sum(lines_in_scope) FROM log_scopes WHERE incident_id = ? AND round = 1",
+                              [incident_id]).fetchone()[0]
+    assert output.data["causal_chain"] and output.data["input_lines"] == total  # exactly the scope's lines
     stored = deps.conn.execute("SELECT count(*) FROM log_excerpts WHERE incident_id = ? AND round = 1",
                                [incident_id]).fetchone()[0]
     assert stored == 1
@@ -170,7 +188,7 @@ def test_llm_log_agent_drops_fabricated_quotes_and_labels(deps):
     from faultline.astra.agents import AgentDeps, make_agent
     from faultline.llm.fake import scripted_model
 
-    real = sorted(l for l in _raw_lines(deps.conn, "sample-history-037") if "invalid Area ID" in l)[0]
+    real = sorted(l for l in _raw_lines(deps, "sample-history-037") if "invalid Area ID" in l)[0]
     reply = json.dumps({"findings": [
         {"text": "OSPF packets carry the wrong area", "aspect": "cause", "quotes": [real]},
         {"text": "the router rebooted", "aspect": "symptom", "quotes": ["2026/11/30 01:15:50 kernel: reboot"]}],
@@ -181,7 +199,8 @@ def test_llm_log_agent_drops_fabricated_quotes_and_labels(deps):
         output = make_agent("log", llm).run(_task(deps.conn, "sample-history-037"))
     assert output.label == "ospf_area_misconfiguration" and output.category == "misconfiguration"
     assert [f.quotes for f in output.findings] == [[real.strip()], []] and output.data["dropped_quotes"] == 1
-    assert "invalid Area ID" in fake.requests[0][-1]["content"]  # the excerpt reached the model
+    prompt = fake.requests[0][-1]["content"]
+    assert sum(line.strip() in prompt for line in _raw_lines(deps, "sample-history-037")) >= 10  # the excerpt did
     with scripted_model("log-agent2", [reply.replace("ospf_area_misconfiguration", "cosmic_rays")]) as fake:
         llm = AgentDeps(deps.settings, deps.conn, model=fake.model, embedder=deps.embedder)
         assert make_agent("log", llm).run(_task(deps.conn, "sample-history-037")).label is None

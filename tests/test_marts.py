@@ -38,6 +38,8 @@ def _corpus(root: Path) -> Path:
     for part, names in (("backlog", BACKLOG), ("history", HISTORY)):
         for name in names:
             _link(SAMPLE / part / name, root / part / name)
+        for shared in ("archive", "inventory"):  # the suite's collector archive and network inventories
+            (root / part / shared).symlink_to(SAMPLE / part / shared, target_is_directory=True)
     _link(SAMPLE / "docs", root / "docs")
     return root
 

@@ -41,6 +41,9 @@ def _corpus(root, backlog, *, broken=()):
                 handle.write("{not json")
         else:
             _link(SAMPLE / "backlog" / name, root / "backlog" / name)
+    for suite in ("history", "backlog"):  # the collector's archive and the networks' inventories are the suite's
+        for shared in ("archive", "inventory"):
+            (root / suite / shared).symlink_to(SAMPLE / suite / shared)
     (root / "docs").symlink_to(SAMPLE / "docs")
     return root
 

@@ -74,6 +74,7 @@ class LogLine:
     source_file: str
     line_no: int
     ts: datetime | None = None
+    component: str | None = None  # the program that wrote it (dnsmasq, bgpd), when the format names one
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,15 @@ def device_of(source_file: str, host: str | None) -> str | None:
 
 
 _ACCESS_LINE = re.compile(r'"(?:GET|POST|HEAD|PUT|DELETE|OPTIONS|PATCH) \S+ HTTP/[\d.]+" \d{3} ')
+
+
+_CLIENT = re.compile(r"(?:^|\s)(\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+) - ")
+
+
+def _client(text: str) -> str:
+    """The client address an access-log line starts with (after a syslog header, when it came through one)."""
+    match = _CLIENT.search(text)
+    return match.group(1) if match else text.split(" ", 1)[0]
 
 
 def _kind(line: LogLine) -> str:
@@ -126,11 +136,12 @@ def _fire(lines: list[LogLine]) -> dict[str, tuple[str, tuple[LogLine, ...], str
     """Signal key -> (label, the lines that fired it, a note) for every signal these lines fire."""
     fired: dict[str, tuple[str, tuple[LogLine, ...], str]] = {}
     contexts: dict[str, set[str | None]] = {}
-    last = {line.source_file: line.line_no for line in lines}  # lines come in file, line order
+    # a `final` line is its program's last in its file within the scope (a collector's file mixes programs)
+    last = {(line.source_file, line.component): line.line_no for line in lines}  # lines come in file, line order
     for info in taxonomy().values():
         for signal in info.signals:
             hits = tuple(line for line in lines if signal.pattern.search(line.text)
-                         and (not signal.final or last[line.source_file] == line.line_no))
+                         and (not signal.final or last[(line.source_file, line.component)] == line.line_no))
             if hits and signal.context is not None:
                 pattern = signal.context.pattern
                 if pattern not in contexts:
@@ -140,7 +151,7 @@ def _fire(lines: list[LogLine]) -> dict[str, tuple[str, tuple[LogLine, ...], str
                 fired[f"{info.label}:re:{signal.pattern.pattern}"] = (info.label, hits, f"/{signal.pattern.pattern}/")
         for volume in info.volumes:
             for own in _volume_hits(volume, lines):
-                clients = Counter(line.text.split(" ", 1)[0] for line in own).most_common(1)
+                clients = Counter(_client(line.text) for line in own).most_common(1)
                 top = f"; {clients[0][1]} of them from {clients[0][0]}" if clients else ""
                 fired[f"{info.label}:volume:{volume.file}:{own[0].device}"] = (
                     info.label, own, f"{own[0].device}'s {volume.file} has {len(own)} lines, at least "
@@ -159,9 +170,9 @@ def _generic(key: str) -> str:
 
 
 def _lines(conn: duckdb.DuckDBPyConnection, scope: Scope) -> list[LogLine]:
-    rows = scope_lines(conn, scope, "l.raw, l.host, l.device, l.source_file, l.line_no, l.ts").fetchall()
-    return [LogLine(raw, device_of(src, host) if device is None else device, src, no, ts)
-            for raw, host, device, src, no, ts in rows]
+    rows = scope_lines(conn, scope, "l.raw, l.host, l.device, l.source_file, l.line_no, l.ts, l.component").fetchall()
+    return [LogLine(raw, device_of(src, host) if device is None else device, src, no, ts, component)
+            for raw, host, device, src, no, ts, component in rows]
 
 
 # how close to the ticket a device of the scope is: what the ticket names first, the whole fleet last
@@ -296,6 +307,25 @@ def _score(conn: duckdb.DuckDBPyConnection, settings: Settings, incident: Incide
     return scores, hits
 
 
+def analysis_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, incident: Incident, *,
+                   round: int = 1) -> Scope:
+    """The lines an analysis round reads: the devices the ticket points at and their neighbours; when their lines
+    name no label, every device that logged in the window too (and from round 2 on a wider window)."""
+    from faultline.astra.taxonomy import best_label
+
+    def build(widen: int = 0, fleet: bool = False) -> Scope:
+        return build_scope(conn, settings, incident_id=incident.incident_id, title=incident.title,
+                           description=incident.description, opened_at=incident.opened_at, round=round,
+                           widen=widen, fleet=fleet)
+
+    scope = build()
+    if scope.entries and scope.entries[0].kind != "incident_id" and scope.matched_devices:
+        scores, _hits = score_incident(conn, settings, incident, scope)
+        if best_label(scores) is None:
+            scope = build(widen=min(max(round - 1, 0), 2), fleet=True)
+    return scope
+
+
 def clear_cache() -> None:
     """Forget the per-incident signal cache (tests that rewrite an incident's logs in place)."""
     _FIRED_CACHE.clear()
@@ -303,4 +333,4 @@ def clear_cache() -> None:
     _HISTORY_SCOPES.clear()
 
 
-__all__ = ["Hit", "LogLine", "clear_cache", "device_of", "history_frequency", "score_incident"]
+__all__ = ["Hit", "LogLine", "analysis_scope", "clear_cache", "device_of", "history_frequency", "score_incident"]

@@ -65,25 +65,35 @@ def incident_folders(paths: list[Path]) -> list[Path]:
     return found
 
 
+def _suite_roots(path: Path) -> list[Path]:
+    """Where a suite's shared folders (archive, inventory) may sit for `path`: the path itself, its children (a
+    corpus of suites), or its parent when `path` is one incident of a suite."""
+    roots = [path, *(child for child in sorted(path.iterdir()) if child.is_dir())]
+    if (path / INCIDENT_FILE).is_file():
+        roots.append(path.parent)
+    return roots
+
+
 def archive_folders(paths: list[Path]) -> list[Path]:
-    """The syslog archives under `paths`: `<path>/archive` (a suite's output) or one level down (a corpus)."""
+    """The syslog archives of `paths`: `<path>/archive` (a suite's output), one level down (a corpus), or beside
+    an incident folder (the incident's suite: its lines are in the suite's archive)."""
     found: list[Path] = []
     for path in paths:
         if not path.is_dir():
             continue
-        for candidate in (path / ARCHIVE, *(child / ARCHIVE for child in sorted(path.iterdir()) if child.is_dir())):
+        for candidate in (root / ARCHIVE for root in _suite_roots(path)):
             if candidate.is_dir() and candidate not in found:
                 found.append(candidate)
     return found
 
 
 def inventory_folders(paths: list[Path]) -> list[Path]:
-    """Inventory folders of suites under `paths`: `<path>/inventory/*/hosts.yaml` or one level down."""
+    """Inventory folders of the suites of `paths` (`<suite>/inventory/*/hosts.yaml`), found as the archives are."""
     found: list[Path] = []
     for path in paths:
         if not path.is_dir():
             continue
-        for root in (path / "inventory", *(child / "inventory" for child in sorted(path.iterdir()) if child.is_dir())):
+        for root in (r / "inventory" for r in _suite_roots(path)):
             for hosts in sorted(root.glob("*/hosts.yaml")) if root.is_dir() else []:
                 if hosts.parent not in found:
                     found.append(hosts.parent)

@@ -7,9 +7,11 @@ Steps, each leaving its reason on the scope's rows:
    follow-up round may widen it (`widen` levels of `scope_widen_minutes` on each side);
 3. the devices: named, addressed, interface, role/site words (`devices`), against the inventory and
    every device that logged around the window; then their neighbours over the inventory's links and
-   the links the routing protocols' logs reveal (`neighbours`) — two hops from the second widening on;
+   the links the routing protocols' logs reveal (`neighbours`) — past devices that log nothing (a switch),
+   and two hops from the first widening on;
 4. no device matched: a note row with the ticket's device-like words, and every device that logged
-   in the window (the whole fleet, as an engineer would start);
+   in the window (the whole fleet, as an engineer would start); the same when asked (`fleet`) because the
+   devices the ticket points at showed nothing the taxonomy names;
 5. each device's clock offset (`clocks`) moves its own window.
 """
 
@@ -29,7 +31,8 @@ from faultline.scope.devices import Device, resolve_mentions
 from faultline.scope.neighbours import Link, describe, learn_from_logs, neighbours
 from faultline.scope.timewords import Window, ticket_window
 
-_SPAN = timedelta(hours=15)  # devices and links are learned from the logs within this much of the window
+_SPAN = timedelta(hours=15)
+SILENT_HOPS = 3  # how far past devices that log nothing (switches, hosts) neighbours are followed  # devices and links are learned from the logs within this much of the window
 
 
 class ScopeEntry(BaseModel):
@@ -138,8 +141,13 @@ def _pick_window(incident_text: tuple[str, str], opened: datetime, settings: Set
 
 
 def build_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, *, incident_id: str, title: str,
-                description: str, opened_at: datetime | str | None, round: int = 0, widen: int = 0) -> Scope:
-    """The scope of one incident's round (not stored: see `store.write_scope`)."""
+                description: str, opened_at: datetime | str | None, round: int = 0, widen: int = 0,
+                fleet: bool = False) -> Scope:
+    """The scope of one incident's round (not stored: see `store.write_scope`).
+
+    `widen`: levels of `scope_widen_minutes` on each side, and two hops of neighbours from level 1 on;
+    `fleet`: also every other device that logged in the window (what an engineer reads next when the devices
+    the ticket points at show nothing)."""
     zone_name = settings.log_timezone
     own = _incident_scope(conn, incident_id)
     if own:
@@ -163,11 +171,28 @@ def build_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, *, incident
             entries[mention.device] = ScopeEntry(device=mention.device, kind=mention.kind, reason=mention.reason,
                                                  matched=mention.matched)
     links = inv_links + log_links
-    hops = 2 if widen >= 2 else 1
-    for _ in range(hops if entries else 0):
+
+    def logs(device: str) -> bool:
+        return "logs" in devices.get(device, Device(device)).sources
+
+    def expand(frontier: set[str]) -> set[str]:
+        added = set()
         for peer, via in neighbours(links, set(entries)).items():
-            entries[peer] = ScopeEntry(device=peer, kind="neighbour", reason=describe(via[0]),
-                                       matched=via[0].device)
+            via = [link for link in via if link.device in frontier]
+            if via:
+                entries[peer] = ScopeEntry(device=peer, kind="neighbour", reason=describe(via[0]),
+                                           matched=via[0].device)
+                added.add(peer)
+        return added
+
+    frontier = set(entries)
+    for _ in range(2 if widen >= 1 else 1):
+        frontier = expand(frontier)
+    for _ in range(SILENT_HOPS):  # a switch or host that logs nothing is no place to stop: look past it
+        silent = {d for d in frontier if not logs(d)}
+        if not silent:
+            break
+        frontier = expand(silent)
     notes = [ScopeEntry(device=None, kind="window", reason=f"window: {window.reason}", matched=window.matched,
                         window_start=window.start, window_end=window.end)]
     offsets = offsets_around(conn, lo, hi)
@@ -178,6 +203,13 @@ def build_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, *, incident
                                        "device that logged in the window",
                                 window_start=window.start, window_end=window.end))
         for device in sorted(d for d, dev in devices.items() if "logs" in dev.sources):
+            entries[device] = ScopeEntry(device=device, kind="fleet", reason="logged in the window")
+    elif fleet:
+        notes.append(ScopeEntry(device=None, kind="no_match", matched=None,
+                                reason="scope: the devices the ticket points at and their neighbours showed nothing the "
+                                       "taxonomy names; reading every device that logged in the window too",
+                                window_start=window.start, window_end=window.end))
+        for device in sorted(d for d, dev in devices.items() if "logs" in dev.sources and d not in entries):
             entries[device] = ScopeEntry(device=device, kind="fleet", reason="logged in the window")
     counted = []
     for device, entry in entries.items():

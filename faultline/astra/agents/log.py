@@ -60,25 +60,14 @@ class LogAgent:
     def __init__(self, deps: AgentDeps) -> None:
         self.deps = deps
 
-    def _scope(self, cursor, task: AgentTask, widen: int):  # -> Scope
-        from faultline.scope.resolve import build_scope
-
-        inc = task.incident
-        return build_scope(cursor, self.deps.settings, incident_id=inc.incident_id, title=inc.title,
-                           description=inc.description, opened_at=inc.opened_at, round=task.round, widen=widen)
-
     def scope(self, task: AgentTask):  # -> Scope
-        """The lines this round reads: the ticket's scope; a follow-up round widens it when it names no label."""
-        from faultline.astra.log_signals import score_incident
+        """The lines this round reads (`log_signals.analysis_scope`), stored in `log_scopes`."""
+        from faultline.astra.log_signals import analysis_scope
         from faultline.scope.store import write_scope
 
         cursor = self.deps.conn.cursor()
         try:
-            scope = self._scope(cursor, task, widen=0)
-            if task.round > 1 and scope.entries and scope.entries[0].kind != "incident_id":
-                scores, _hits = score_incident(cursor, self.deps.settings, task.incident, scope)
-                if best_label(scores) is None:
-                    scope = self._scope(cursor, task, widen=min(task.round - 1, 2))
+            scope = analysis_scope(cursor, self.deps.settings, task.incident, round=task.round)
             write_scope(cursor, scope)
             return scope
         finally:
