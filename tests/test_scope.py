@@ -153,18 +153,28 @@ def test_a_follow_up_round_may_widen_the_window(archive_conn):
     assert count["r1"] == 2 and wider["r1"] == 3  # the 10:30 Down joins
 
 
-@pytest.mark.data
-def test_iosxr_archive_scope_finds_leaf4s_utc_clock_and_the_cleared_device(data_dir, tmp_path):
+@pytest.fixture(scope="module")
+def iosxr(data_dir, tmp_path_factory):
+    """The shared IOS-XR bgpclear logs ingested as one archive (no incident id), in their PDT clock."""
     from faultline import db
     from faultline.config import Settings
     from faultline.ingest.api import ingest_paths
-    from faultline.scope.resolve import build_scope
 
+    base = tmp_path_factory.mktemp("iosxr")
     logs = sorted((data_dir / "logs" / "iosxr" / "bgpclear" / "logs").glob("*.bgpclear.log"))
-    settings = Settings(duckdb_path=tmp_path / "fl.duckdb", lancedb_dir=tmp_path / "lancedb", progress=False,
+    settings = Settings(duckdb_path=base / "fl.duckdb", lancedb_dir=base / "lancedb", progress=False,
                         log_default_year=2017, log_timezone="America/Los_Angeles")
     conn = db.open_warehouse(settings)
     ingest_paths(conn, settings, "logs", logs)
+    yield conn, settings
+    conn.close()
+
+
+@pytest.mark.data
+def test_iosxr_archive_scope_finds_leaf4s_utc_clock_and_the_cleared_device(iosxr):
+    from faultline.scope.resolve import build_scope
+
+    conn, settings = iosxr
     # spine2 was cleared at 10:29:44 PDT (docs/data.md); the ticket names only leaf4, one of its peers
     scope = build_scope(conn, settings, incident_id="x", title="leaf4 lost BGP peers",
                         description="around 10:30", opened_at="2017-08-04T10:36:00-07:00")
@@ -177,21 +187,14 @@ def test_iosxr_archive_scope_finds_leaf4s_utc_clock_and_the_cleared_device(data_
 
 
 @pytest.mark.data
-def test_a_ticket_naming_a_peer_blames_the_cleared_router_not_the_echo(data_dir, tmp_path):
+def test_a_ticket_naming_a_peer_blames_the_cleared_router_not_the_echo(iosxr):
     """spine2 was cleared at 10:29:44 PDT; its peers log 'Notification received' (the echo) at the same second."""
-    from faultline import db
     from faultline.astra.log_signals import score_incident
     from faultline.astra.records import Incident
     from faultline.astra.taxonomy import best_label
-    from faultline.config import Settings
-    from faultline.ingest.api import ingest_paths
     from faultline.scope.resolve import build_scope
 
-    logs = sorted((data_dir / "logs" / "iosxr" / "bgpclear" / "logs").glob("*.bgpclear.log"))
-    settings = Settings(duckdb_path=tmp_path / "fl.duckdb", lancedb_dir=tmp_path / "lancedb", progress=False,
-                        log_default_year=2017, log_timezone="America/Los_Angeles")
-    conn = db.open_warehouse(settings)
-    ingest_paths(conn, settings, "logs", logs)
+    conn, settings = iosxr
     incident = Incident(incident_id="peer", title="BGP neighbours flapped on leaf8",
                         description="leaf8 reported BGP neighbours going down around 10:30",
                         opened_at="2017-08-04T17:37:00+00:00")
