@@ -33,7 +33,7 @@ from zoneinfo import ZoneInfo
 from faultline.astra.flap_rule import flap_runs
 from faultline.astra.taxonomy import Volume, taxonomy
 from faultline.config import Settings
-from faultline.scope.resolve import Scope, build_scope, scope_lines
+from faultline.scope.resolve import Scope, build_scope, local_time, scope_lines
 
 # the settings a scope depends on (a history incident's scope is computed once per process for them)
 _SCOPE_SETTINGS = {"log_timezone", "ticket_timezone", "scope_lookback_minutes", "scope_around_minutes",
@@ -208,10 +208,10 @@ def _focus(scope: Scope) -> Callable[[LogLine], tuple]:
     bounded = next((e for e in scope.entries if e.window_start and e.window_end), None)
     centre = None
     if scope.focus_at is not None:
-        centre = scope.focus_at.astimezone(ZoneInfo(scope.log_timezone)).replace(tzinfo=None)
+        centre = local_time(scope.focus_at, ZoneInfo(scope.log_timezone))
     elif bounded is not None:
         middle = bounded.window_start + (bounded.window_end - bounded.window_start) / 2
-        centre = middle.astimezone(ZoneInfo(scope.log_timezone)).replace(tzinfo=None)
+        centre = local_time(middle, ZoneInfo(scope.log_timezone))
 
     def key(line: LogLine) -> tuple:
         distance = float("inf")

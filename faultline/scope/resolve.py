@@ -17,7 +17,6 @@ Steps, each leaving its reason on the scope's rows:
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -74,7 +73,7 @@ class Scope(BaseModel):
     def describe(self, limit: int = 12) -> list[str]:
         """The scope in words, one line per entry (the report's "Logs read" section)."""
         out = []
-        rows = [e for e in self.entries if e.device] or []
+        rows = [e for e in self.entries if e.device]
         for entry in self.entries:
             if entry.kind in ("window", "no_match"):
                 out.append(entry.reason)
@@ -91,7 +90,7 @@ def _log_zone(settings: Settings) -> ZoneInfo:
     return ZoneInfo(settings.log_timezone)
 
 
-def _local(stamp: datetime, zone: ZoneInfo, offset_s: int = 0) -> datetime:
+def local_time(stamp: datetime, zone: ZoneInfo, offset_s: int = 0) -> datetime:
     """A UTC moment as the device's naive log clock shows it."""
     return stamp.astimezone(zone).replace(tzinfo=None) + timedelta(seconds=offset_s)
 
@@ -157,7 +156,7 @@ def build_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, *, incident
     opened = opened_at or datetime.now(timezone.utc)
     window = _pick_window((title, description), opened, settings, widen)
     zone = _log_zone(settings)
-    lo, hi = _local(window.start, zone), _local(window.end, zone)
+    lo, hi = local_time(window.start, zone), local_time(window.end, zone)
     inventory, inv_links = _inventory(conn, _inventory_name(conn, incident_id))
     devices = dict(inventory)
     for (device,) in conn.execute("SELECT DISTINCT device FROM log_lines WHERE device IS NOT NULL AND incident_id IS NULL "
@@ -173,7 +172,7 @@ def build_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, *, incident
     links = inv_links + log_links
 
     def logs(device: str) -> bool:
-        return "logs" in devices.get(device, Device(device)).sources
+        return device in devices and "logs" in devices[device].sources
 
     def expand(frontier: set[str]) -> set[str]:
         added = set()
@@ -225,8 +224,8 @@ def build_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, *, incident
 
 
 def _device_windows(entries: list[ScopeEntry], zone: ZoneInfo) -> list[dict]:
-    return [{"device": e.device, "lo": _local(e.window_start, zone, e.clock_offset_s),
-             "hi": _local(e.window_end, zone, e.clock_offset_s)}
+    return [{"device": e.device, "lo": local_time(e.window_start, zone, e.clock_offset_s),
+             "hi": local_time(e.window_end, zone, e.clock_offset_s)}
             for e in entries if e.device and e.window_start and e.window_end]
 
 
@@ -263,8 +262,3 @@ def scope_frame(conn: duckdb.DuckDBPyConnection, scope: Scope) -> pl.DataFrame:
     columns = ("l.source_file, CAST(l.line_no AS BIGINT) AS line_no, l.ts, coalesce(l.device, l.host) AS host, "
                "l.severity, l.severity_raw, l.component, l.pid, l.message, l.raw, l.format")
     return scope_lines(conn, scope, columns).pl()
-
-
-def scope_json(scope: Scope) -> str:
-    """The scope as JSON (for agent outputs and reports)."""
-    return json.dumps(scope.model_dump(mode="json"))
