@@ -18,7 +18,9 @@ Every ticket is analysed by ASTRA (deterministic analyst) through the product's 
 * lines in scope (how much the scope asks the filter to read);
 * whether the final report names the event's device (its `devices`), its interface (when the event
   has one) and its event type (the report's label is the taxonomy event the event type maps to);
-* quotes outside the scope: log lines quoted as evidence that are not lines of the ticket's scopes.
+* quotes outside the scope: log lines quoted as evidence that are not lines of the ticket's scopes;
+* the same device and event-type checks on the verdict (`faultline.verdict`), which here has no network and
+  stands on ASTRA's sources alone.
 
     .venv/bin/python bench/noc_logs.py [--data DIR] [--tickets FILE] [--scenario S] [--rounds N] [--json]
 
@@ -135,6 +137,7 @@ def run(data: Path, tickets_file: Path | None, scenario: str | None, rounds: int
     from faultline.retrieval.index import sync_index
     from faultline.scope.resolve import scope_lines
     from faultline.scope.store import read_scope
+    from faultline.verdict.engine import verdict_for
 
     events = read_events(data, scenario)
     zone = _zone_name(events)
@@ -174,6 +177,7 @@ def run(data: Path, tickets_file: Path | None, scenario: str | None, rounds: int
         result = analyse(incident, settings=settings, conn=conn, max_rounds=rounds)
         save_result(conn, result)
         report = result.rounds[-1].report
+        verdict, _seconds = verdict_for(conn, settings, incident.incident_id)
         scoped: set[tuple[str, int]] = set()
         raws: set[str] = set()
         lines_in_scope = None
@@ -197,6 +201,9 @@ def run(data: Path, tickets_file: Path | None, scenario: str | None, rounds: int
             "names_device": event["device"] in report.devices,
             "names_interface": (event["interface"] in report.text) if event.get("interface") else None,
             "names_event_type": bool(mapped) and report.label == mapped.label,
+            "verdict_labels": verdict.labels, "verdict_devices": verdict.devices, "verdict_rule": verdict.rule,
+            "verdict_names_device": event["device"] in verdict.devices,
+            "verdict_names_event_type": bool(mapped) and mapped.label in verdict.labels,
             "log_quotes": len(quotes), "quotes_outside_scope": len(outside),
         })
     timings["analyse_s"] = round(time.perf_counter() - t, 2)
@@ -225,6 +232,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "lines_in_scope_median": sizes[len(sizes) // 2] if sizes else 0,
             "names_device": _share([r["names_device"] for r in group]),
             "names_event_type": _share([r["names_event_type"] for r in group]),
+            "verdict_names_device": _share([r["verdict_names_device"] for r in group]),
+            "verdict_names_event_type": _share([r["verdict_names_event_type"] for r in group]),
             "quotes_outside_scope": sum(r["quotes_outside_scope"] for r in group),
         }
     return out
@@ -240,11 +249,11 @@ def _print(report: dict[str, Any]) -> None:
               f"{str(r['names_event_type']):>5} {r['quotes_outside_scope']:>7}  {r['report_label']} {r['report_devices']}")
     print()
     print(f"{'variant':8} {'tickets':>7} {'recall':>7} {'min':>5} {'median lines':>12} {'device':>7} {'type':>6} "
-          f"{'outside':>7}")
+          f"{'outside':>7} {'verdict device':>14} {'verdict type':>12}")
     for name, s in report["summary"].items():
         print(f"{name:8} {s['tickets']:>7} {s['scope_recall_mean']!s:>7} {s['scope_recall_min']!s:>5} "
               f"{s['lines_in_scope_median']:>12} {s['names_device']!s:>7} {s['names_event_type']!s:>6} "
-              f"{s['quotes_outside_scope']:>7}")
+              f"{s['quotes_outside_scope']:>7} {s['verdict_names_device']!s:>14} {s['verdict_names_event_type']!s:>12}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -20,7 +20,7 @@ from tests.conftest import REPO
 
 PACKAGES = ("faultline", "flows", "tasks", "dashboards")
 DIAGNOSERS = ("faultline.sade", "faultline.astra", "faultline.marts", "faultline.mcp", "faultline.nightly",
-              "dashboards")
+              "faultline.verdict", "dashboards")
 NEEDLE = "/".join(("..", "shared"))  # spelled out here would make this file an offender
 LAB_SIDE = ("faultline.corpus", "faultline.lab.faults", "faultline.lab.lifecycle")
 

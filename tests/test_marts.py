@@ -46,7 +46,7 @@ def _corpus(root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """The warehouse after ASTRA (3 rounds max), SADE and flat ran on the incidents, and a refresh."""
+    """The warehouse after ASTRA (3 rounds max), SADE and flat ran on the incidents, their verdicts, and a refresh."""
     from faultline import db
     from faultline.astra.batch import evaluate_incidents, load_corpus
     from faultline.config import Settings
@@ -70,6 +70,18 @@ def built(tmp_path_factory):
             save_diagnosis(conn, done.diagnosis, run_id=None)
             save_scores(conn, [done.score], run_id=None)
             sade_scores.append(done.score)
+    from faultline.astra.eval_store import load_truth
+    from faultline.verdict.engine import verdict_for
+    from faultline.verdict.evaluate import save_scores as save_verdict_scores
+    from faultline.verdict.evaluate import score_verdict
+    from faultline.verdict.sources import load_inputs
+    from faultline.verdict.store import save_verdict
+
+    for name in BACKLOG:  # one verdict per incident, fused from the stored ASTRA and SADE answers
+        verdict, seconds = verdict_for(conn, settings, name)
+        save_verdict(conn, verdict, elapsed_s=seconds)
+        save_verdict_scores(conn, [score_verdict(conn, verdict, load_inputs(conn, name), load_truth(conn, name))],
+                            run_id=None)
     results = refresh_marts(conn, settings)
     yield conn, results, batch, sade_scores
     conn.close()
@@ -84,7 +96,7 @@ def _rows(conn, sql: str, params=None) -> list[dict]:
 def test_every_mart_exists_with_its_documented_columns_and_passes_its_tests(built) -> None:
     conn, results, _, _ = built
     specs = {s.name: s for s in list_marts()}
-    assert [r.name for r in results] == list(specs) and len(specs) == 14
+    assert [r.name for r in results] == list(specs) and len(specs) == 15
     for result in results:
         assert result.failed_tests == [], (result.name, result.failed_tests)
         columns = [r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns WHERE "
@@ -263,7 +275,10 @@ def test_sade_metrics_equal_the_evaluations_rows(built) -> None:
             for field in ("detection", "loc_precision", "loc_recall", "loc_f1", "rca_precision", "rca_recall",
                           "rca_f1", "v2_f1", "v2_loc_f1", "v2_type_f1"):
                 assert row[field] == pytest.approx(getattr(s, field), abs=1e-4), (key, field)
-    assert set(mart) == seen
+    assert {key for key in mart if key[0] != "verdict"} == seen  # the verdict is scored the same way beside them
+    verdict_rca = [max(v, 0.0) for (v,) in conn.execute("SELECT value FROM evaluations WHERE method = 'verdict' "
+                                                        "AND metric = 'rca_f1'").fetchall()]
+    assert mart[("verdict", "overall", "all")]["rca_f1"] == pytest.approx(mean(verdict_rca))
     # straight from the evaluations rows: RCA F1 of SADE per truth label, -1 counted as 0
     by_label = defaultdict(list)
     for attrs, value in conn.execute("SELECT attributes, value FROM evaluations WHERE method = 'sade' "
@@ -280,7 +295,10 @@ def test_sade_metrics_equal_the_evaluations_rows(built) -> None:
 def test_cost_and_failures_of_the_real_run(built) -> None:
     conn, _, batch, _ = built
     cost = {(r["incident_id"], r["method"]): r for r in _rows(conn, "SELECT * FROM mart_cost")}
-    assert len(cost) == 3 * len(BACKLOG)
+    assert len(cost) == 4 * len(BACKLOG)  # astra, sade, flat and the verdict
+    for inc, elapsed in conn.execute("SELECT incident_id, elapsed_s FROM verdicts").fetchall():
+        assert cost[(inc, "verdict")]["analysis_s"] == pytest.approx(elapsed)
+        assert cost[(inc, "verdict")]["llm_calls"] == 0 and cost[(inc, "verdict")]["method_family"] == "verdict"
     for inc, method, probes, tools, elapsed in conn.execute(
             "SELECT incident_id, method, probe_calls, tool_calls, elapsed_s FROM submissions").fetchall():
         row = cost[(inc, method)]

@@ -57,6 +57,8 @@ def _register() -> None:
     app.command("index")(search.index_command)
     app.command("diagnose")(sade.diagnose_command)
     app.command("report")(astra.report_command)
+    from faultline.cli import verdict as verdict_cli
+    app.command("verdict")(verdict_cli.verdict_command)
     from faultline.cli import nightly as nightly_cli
     app.command("nightly")(nightly_cli.nightly_command)
     from faultline.cli import demo as demo_cli

@@ -4,7 +4,8 @@
 -- submissions row (sade, flat, mcp; time = elapsed_s). LLM calls are the llm_calls rows of the same
 -- incident whose stage belongs to the method (astra.* or sade.*) and whose model is the analyst's or
 -- policy's model (llm:<model>); when the analysis was stored with a run_id only that run's calls count,
--- so earlier re-runs are not added in. A deterministic analysis has no LLM calls.
+-- so earlier re-runs are not added in. A deterministic analysis has no LLM calls. Verdicts (method verdict) cost
+-- only their own time: the analyses they fuse are counted under their own methods.
 WITH analyses AS (
     SELECT incident_id,
            CASE WHEN analyst = 'deterministic' THEN 'astra' ELSE 'astra:' || analyst END AS method,
@@ -21,6 +22,11 @@ WITH analyses AS (
     SELECT incident_id, method, 'sade' AS family, coalesce(policy, 'deterministic') AS driver, run_id,
            CAST(NULL AS BIGINT) AS rounds, probe_calls, tool_calls, elapsed_s AS analysis_s
     FROM submissions
+    UNION ALL
+    SELECT incident_id, 'verdict' AS method, 'verdict' AS family, 'rules' AS driver, run_id,
+           CAST(NULL AS BIGINT) AS rounds, 0 AS probe_calls, CAST(NULL AS INTEGER) AS tool_calls,
+           elapsed_s AS analysis_s
+    FROM verdicts
 ),
 calls AS (
     SELECT a.incident_id, a.method,

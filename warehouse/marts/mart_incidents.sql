@@ -1,5 +1,5 @@
--- mart_incidents: one line per incident for the dashboards - the ticket, the incident, ground truth, ASTRA's
--- final answer, the SADE submission and whether the two agree.
+-- mart_incidents: one line per incident for the dashboards - the ticket, the incident, ground truth, the verdict
+-- (one answer fused from every source), ASTRA's final answer, the SADE submission and whether the two agree.
 -- Grain: one row per incident: every incidents row plus any id an analysis was stored under without one
 -- (a ticket-only ASTRA analysis, an MCP session). ASTRA columns come from the analyst whose final round was
 -- written last (astra_analysts counts them all); SADE columns from the method 'sade' submission.
@@ -7,6 +7,7 @@ WITH ids AS (
     SELECT incident_id FROM incidents
     UNION SELECT incident_id FROM astra_rounds
     UNION SELECT incident_id FROM submissions
+    UNION SELECT incident_id FROM verdicts
 ),
 astra_final AS (
     SELECT incident_id, analyst, label, category, devices, root_cause, mean_score, created_at
@@ -62,7 +63,27 @@ SELECT
     s.probe_calls AS sade_probe_calls,
     s.tool_calls AS sade_tool_calls,
     CASE WHEN es.value >= 0 THEN es.value END AS sade_rca_f1,
-    ag.agreement
+    ag.agreement,
+    v.status AS verdict_status,
+    v.labels AS verdict_labels,
+    v.category AS verdict_category,
+    v.devices AS verdict_devices,
+    v.interfaces AS verdict_interfaces,
+    v.confidence AS verdict_confidence,
+    v.rule AS verdict_rule,
+    json_extract_string(v.verdict, '$.rule_text') AS verdict_rule_text,
+    v.agreeing AS verdict_agreeing,
+    v.disagreeing AS verdict_disagreeing,
+    coalesce(len(v.disagreeing) > 0, false) AS sources_disagree,
+    v.fix_known AS verdict_fix_known,
+    v.without_network AS verdict_without_network,
+    v.symptom AS verdict_symptom,
+    v.root_cause AS verdict_root_cause,
+    v.fix AS verdict_fix,
+    v.verification AS verdict_verification,
+    nullif(v.disagreement, '') AS verdict_disagreement,
+    ev.value AS verdict_accuracy,
+    CASE WHEN evr.value >= 0 THEN evr.value END AS verdict_rca_f1
 FROM ids i
 LEFT JOIN incidents n USING (incident_id)
 LEFT JOIN tickets t ON t.ticket_id = coalesce(n.ticket_id, i.incident_id)
@@ -75,5 +96,8 @@ LEFT JOIN evaluations ea
       AND ea.method = CASE WHEN a.analyst = 'deterministic' THEN 'astra' ELSE 'astra:' || a.analyst END
 LEFT JOIN sade s ON s.incident_id = i.incident_id
 LEFT JOIN evaluations es ON es.incident_id = i.incident_id AND es.method = 'sade' AND es.metric = 'rca_f1'
+LEFT JOIN verdicts v ON v.incident_id = i.incident_id
+LEFT JOIN evaluations ev ON ev.incident_id = i.incident_id AND ev.method = 'verdict' AND ev.metric = 'accuracy'
+LEFT JOIN evaluations evr ON evr.incident_id = i.incident_id AND evr.method = 'verdict' AND evr.metric = 'rca_f1'
 LEFT JOIN mart_agreement ag ON ag.incident_id = i.incident_id AND ag.analyst = a.analyst AND ag.method = 'sade'
 ORDER BY i.incident_id

@@ -1,7 +1,8 @@
 -- mart_method_overview: per analysis method, how many incidents it analysed and how well it scored.
 -- Grain: one row per method (astra, astra:<analyst>, sade, flat, mcp, ...), as named in mart_cost and
--- evaluations. The headline score is ASTRA's rubric accuracy (0-5) or a diagnosis' v1 RCA F1 (0-1, a
--- missing submission counted as 0 as SADE's convention has it); detection applies to diagnoses only.
+-- evaluations; 'verdict' is the answer fused from both. The headline score is ASTRA's rubric accuracy (0-5), or a
+-- diagnosis' or verdict's v1 RCA F1 (0-1, a missing submission counted as 0 as SADE's convention has it); the
+-- verdict is scored both ways, so it also fills the rubric columns; detection applies to diagnoses and verdicts.
 WITH cost AS (
     SELECT method, any_value(method_family) AS method_family,
            count(DISTINCT incident_id) AS analysed,
@@ -35,6 +36,8 @@ SELECT
     CASE WHEN c.method_family = 'astra' THEN 'accuracy' ELSE 'rca_f1' END AS score_metric,
     CASE WHEN c.method_family = 'astra' THEN s.mean_accuracy ELSE s.mean_rca_f1 END AS mean_score,
     s.share_accuracy_ge3,
+    s.mean_accuracy,
+    s.mean_rca_f1,
     s.mean_detection,
     coalesce(u.not_submitted, 0) AS not_submitted,
     c.llm_calls,

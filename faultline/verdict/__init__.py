@@ -1,0 +1,5 @@
+"""The verdict: one answer per incident, fused from ASTRA's sources and the network diagnosis (docs/verdict.md).
+
+`engine.verdict_for` reads the stored analyses, `rules` weighs them by the table in `rules.yml`, `evidence` and
+`fixes` gather what each statement cites, `report` writes it, `store` keeps it, `evaluate` scores it.
+"""
