@@ -21,7 +21,8 @@ def test_each_agent_yields_five_to_ten_claims_from_its_own_output_only():
     outputs = cases.outputs()
     for name, output in outputs.items():
         claims = extract_deterministic(output, incident_id="sample-backlog-003")
-        assert 5 <= len(claims) <= 10, (name, len(claims))
+        # the similarity case has four claimable sentences: its fifth, "Resolution trail of NET-9801771:", is a heading
+        assert (4 if name == "similarity" else 5) <= len(claims) <= 10, (name, len(claims))
         assert {c.agent for c in claims} == {name}
         assert len({c.claim_id for c in claims}) == len(claims)
         own = normalise(output.text + " " + " ".join(f.text for f in output.findings))
@@ -97,7 +98,9 @@ def test_no_cross_attribution_a_similar_tickets_finding_cannot_be_verified_from_
     assert sentence in sim.text
     as_similarity = ev.validate(_claim("similarity", sentence), sentence, sim)
     as_log = ev.validate(_claim("log", sentence), sentence, log)
-    assert as_similarity.status == "VERIFIED" and as_similarity.method == "verbatim"
+    # quoted verbatim from its own agent, but a resolved ticket is precedent about another incident
+    assert as_similarity.status == "REFERENCE" and as_similarity.method == "verbatim"
+    assert as_similarity.confidence == "high"
     assert as_log.status == "UNVERIFIED" and as_log.source == "log"
     with pytest.raises(ValueError):
         ev.validate(_claim("log", sentence), sentence, sim)  # a claim is only ever checked against its own agent
@@ -111,7 +114,12 @@ def test_deterministic_mapping_verifies_extractive_claims_against_their_own_agen
     for claim, item in zip(claims, mapped):
         assert item.source == claim.agent
         assert item.quote in outputs[claim.agent].text
-    assert sum(m.status == "VERIFIED" for m in mapped) / len(mapped) >= 0.95
+    log = [m for c, m in zip(claims, mapped) if c.agent == "log"]
+    reference = [m for c, m in zip(claims, mapped) if c.agent != "log"]
+    assert log and sum(m.status == "VERIFIED" for m in log) / len(log) >= 0.95
+    # docs and similar tickets are reference, however well quoted
+    assert reference and {m.status for m in reference} == {"REFERENCE"}
+    assert sum(m.confidence != "low" for m in reference) / len(reference) >= 0.95
 
 
 def test_keyword_window_prefers_the_shortest_window_with_the_claim_keywords():

@@ -1,5 +1,18 @@
 """Claim extraction: 5-10 self-contained diagnostic claims per agent, from that agent's output only.
 
+A claim states something about the fault: what this incident's logs show (log agent), what the
+documentation says about such a fault, or what similar resolved tickets found (reference, see
+`evidence`). Some sentences of an agent's output are never claims (`not_a_claim`), whatever their
+wording or technical content:
+
+* "nothing found" statements: no log lines in scope, nothing matched, no fault label named, the
+  similar tickets do not agree, no similar ticket or doc section found, no resolution recorded;
+* bookkeeping: summary counts ("583 log lines from 13 source(s) ...; the filter kept 543 lines",
+  "5 similar resolved ticket(s) ..."), "Documentation consulted: ...", and the log agent's scope list
+  (the lines under "Logs read (scope):": which devices and window were read, and why);
+* section headings: a line ending with ':' that introduces a list ("Key log lines (verbatim):",
+  "What the docs say about resolving it:").
+
 Each agent's output is processed on its own, so a claim can only restate what its own agent said
 (no cross-attribution: the same log line seen by two agents is claimed only by the agent whose
 output shows it). Claims get a ``CAUSAL`` tag (root cause or direct trigger) or a ``SYMPTOMATIC``
@@ -7,11 +20,12 @@ tag (observed downstream effect) only when the wording is unambiguous; otherwise
 
 Two implementations:
 
-* deterministic (extractive): the agent's findings and the sentences of its text, ranked by technical
+* deterministic (extractive): the agent's findings and the sentences of its text that are claims, ranked by technical
   content — identifiers count 3, fault/state-change/anomaly terms 2, a statement the agent made as
   a finding 2, a resolution action 1 — the top ten kept (at least five when the output has five
-  sentences), in the order the agent wrote them;
-* LLM: prompt ``astra/claims`` through the gateway, JSON validated against `LLMClaims`.
+  such sentences), in the order the agent wrote them;
+* LLM: prompt ``astra/claims`` through the gateway, JSON validated against `LLMClaims`; what the model
+  returns that is not a claim (by the rules above) is dropped.
 """
 
 from __future__ import annotations
@@ -46,6 +60,51 @@ _FIX_STATEMENT = re.compile(r"(?i)^\W*(fix|fixed|resolution|resolved|workaround|
                             r"verify|run|set|delete|remove|restart|restore)\b")
 _TAG_PREFIX = re.compile(r"^\s*\[(CAUSAL|SYMPTOMATIC)\]\s*", re.IGNORECASE)
 _MIN_WORDS = 4
+
+# sources the analysis reads: a "nothing found" statement is about them, not about the network
+_SOURCE = r"(?:logs?|log lines?|lines|tickets?|history|documentation|docs|sections?|runbook|labels?|taxonomy|excerpt|scope)"
+_NOTHING_FOUND = re.compile(
+    r"(?i)\bsays? nothing\b|\bnothing (?:was |were )?(?:found|matched|matches|named)\b|\b(?:found|matched|showed) nothing\b"
+    r"|\b(?:match(?:es|ed)?|names?|named) no (?:fault |taxonomy )?(?:label|category|ticket|section)\b"
+    r"|\bno (?:fault |taxonomy )?label (?:is |was )?(?:named|of the taxonomy|from the taxonomy)\b"
+    r"|\bdo(?:es)? not agree\b|\bno agreement\b"
+    r"|\bhas no (?:section|ticket|log|match|entry)|\bno resolution recorded\b|\bno (?:device )?logs? (?:were|was) ingested\b"
+    rf"|^(?:there (?:are|were|is|was) )?(?:no|none of|nothing)\b(?=.*\b{_SOURCE}\b)(?=.*\b(?:found|ingested|matched|matching"
+    r"|available|returned|retrieved|recorded|in (?:this|the) incident's scope|similar enough)\b)")
+_SUMMARY = re.compile(r"(?i)^log analysis\b.*\blog lines from\b|\b\d+ log lines from \d+ sources?\b"
+                      r"|\bthe filter kept \d+ lines\b|^\d+ similar resolved tickets?\b|^documentation consulted\b")
+# a list under one of these headings is bookkeeping of the analysis, not statements about the fault
+_BOOKKEEPING_HEADINGS = ("logs read (scope):",)
+_HEADING_WORDS = 15
+
+
+def not_a_claim(text: str) -> str | None:
+    """Why a sentence of an agent's output is never a claim ("heading", "nothing found", "summary"), else None."""
+    text = " ".join(text.split())
+    if text.endswith(":") and len(text.split()) <= _HEADING_WORDS:  # a cut-off log line also ends with ':'
+        return "heading"
+    if _NOTHING_FOUND.search(text):
+        return "nothing found"
+    if _SUMMARY.search(text):
+        return "summary"
+    return None
+
+
+def claimable_text(output: AgentOutput) -> str:
+    """The agent's text without its bookkeeping lists (the log agent's "Logs read (scope):" block)."""
+    kept: list[str] = []
+    skipping = False
+    for line in output.text.splitlines():
+        stripped = line.strip()
+        if stripped.lower() in _BOOKKEEPING_HEADINGS:
+            skipping = True
+            continue
+        if skipping and (stripped.startswith("-") or line[:1].isspace()):
+            continue
+        skipping = False
+        kept.append(line)
+    scope = {lexical.normalise(str(s)) for s in output.data.get("scope") or []}
+    return "\n".join(line for line in kept if lexical.normalise(line.strip().lstrip("- ")) not in scope)
 
 
 def tag_for(text: str, aspect: str | None = None) -> Literal["CAUSAL", "SYMPTOMATIC"] | None:
@@ -88,13 +147,13 @@ def extract_deterministic(output: AgentOutput, *, incident_id: str, round_: int 
     for finding in output.findings:
         text = " ".join(finding.text.split())
         key = lexical.normalise(text)
-        if len(lexical.words(text)) >= _MIN_WORDS and key not in seen:
+        if len(lexical.words(text)) >= _MIN_WORDS and key not in seen and not not_a_claim(text):
             seen.add(key)
             candidates.append((technical_score(text) + 2, position, text, finding.aspect))
             position += 1
-    for sentence in lexical.sentences(output.text):
+    for sentence in lexical.sentences(claimable_text(output)):
         key = lexical.normalise(sentence)
-        if len(lexical.words(sentence)) < _MIN_WORDS or key in seen:
+        if len(lexical.words(sentence)) < _MIN_WORDS or key in seen or not_a_claim(sentence):
             continue
         seen.add(key)
         candidates.append((technical_score(sentence), position, sentence, None))
@@ -151,7 +210,7 @@ def extract_llm(output: AgentOutput, *, incident_id: str, ticket: str, settings:
         if prefix:
             tag, text = tag or prefix.group(1).upper(), text[prefix.end():].strip()
         key = lexical.normalise(text)
-        if not key or key in seen:
+        if not key or key in seen or not_a_claim(text):
             continue
         seen.add(key)
         claims.append(Claim(claim_id=claim_id(incident_id, round_, output.agent, len(claims) + 1),

@@ -56,8 +56,12 @@ def score_metrics(score: AstraScore) -> dict[str, float]:
         "accuracy_delta": float(score.accuracy_delta),
         "elapsed_s": score.elapsed_s,
     }
+    metrics["reference_claims"] = float(score.reference_claims)
+    metrics["incident_claims"] = float(score.incident_claims)
     if score.verified_share is not None:
-        metrics["verified_share"] = score.verified_share
+        metrics["verified_share"] = score.verified_share  # over incident claims (REFERENCE ones left out)
+    if score.reference_share is not None:
+        metrics["reference_share"] = score.reference_share
     if score.judge_delta is not None:
         metrics["judge_delta"] = score.judge_delta
     if score.rounds and score.rounds[-1].judge_mean is not None:

@@ -8,7 +8,11 @@ Per incident (an `AstraScore`, one `RoundScore` per round):
 * **fabricated identifiers** - identifiers of the report text (`faultline.astra.identifiers`) found
   in no source the analysis saw: the ticket (title, description, environment, ids) and the agent
   outputs up to that round (text, findings, quotes, named label/category/devices, structured data);
-* **verified share** - share of the claims with at least one VERIFIED evidence row;
+* **verified share** - over the claims about this incident (status VERIFIED or UNVERIFIED, see
+  `evidence`), the share with at least one VERIFIED evidence row; **reference share** - share of all
+  claims that are REFERENCE (documentation, similar resolved tickets: never evidence that this fault
+  happened, so they count in neither side of the verified share). A claim's status is its best
+  evidence row's: VERIFIED, else REFERENCE, else UNVERIFIED (also when it has no evidence row);
 * **per-round** accuracy, completeness and judge mean (mean of the five criteria), and the deltas
   from the first to the last round.
 
@@ -63,7 +67,10 @@ class AstraScore(_Closed):
     fabricated_rate: float  # fabricated / identifiers (0 when the report names none)
     claims: int
     verified_claims: int
-    verified_share: float | None  # None when there are no claims
+    verified_share: float | None  # verified / incident claims; None when no claim is about this incident
+    reference_claims: int = 0  # documentation and similar-ticket claims
+    incident_claims: int = 0  # claims about this incident: VERIFIED + UNVERIFIED
+    reference_share: float | None = None  # reference / all claims; None when there are no claims
     rounds: list[RoundScore]
     accuracy_delta: int  # last round minus first
     judge_delta: float | None
@@ -108,6 +115,18 @@ def _round_score(result: AstraResult, incident: Incident, truth: Truth, index: i
                       judge_mean=judge, identifiers=n_ids, fabricated=fabricated)
 
 
+def claim_statuses(result: AstraResult) -> dict[str, str]:
+    """Claim id -> its status: VERIFIED if any evidence row is, else REFERENCE if any is, else UNVERIFIED."""
+    rows: dict[str, set[str]] = {}
+    for e in result.evidence:
+        rows.setdefault(e.claim_id, set()).add(e.status)
+    best = {}
+    for claim in result.claims:
+        found = rows.get(claim.claim_id, set())
+        best[claim.claim_id] = next((s for s in ("VERIFIED", "REFERENCE") if s in found), "UNVERIFIED")
+    return best
+
+
 def score_result(result: AstraResult, incident: Incident, truth: Truth) -> AstraScore:
     """Score one analysis (its last round is the answer) against the truth and its own sources."""
     if not result.rounds:
@@ -116,8 +135,10 @@ def score_result(result: AstraResult, incident: Incident, truth: Truth) -> Astra
     final = result.rounds[-1].report
     acc = score_accuracy(label=final.label, category=final.category, devices=final.devices,
                          root_cause=final.root_cause, truth=truth)
-    verified = {e.claim_id for e in result.evidence if e.status == "VERIFIED"}
-    n_verified = sum(1 for c in result.claims if c.claim_id in verified)
+    statuses = claim_statuses(result)
+    n_verified = sum(1 for s in statuses.values() if s == "VERIFIED")
+    n_reference = sum(1 for s in statuses.values() if s == "REFERENCE")
+    n_incident = len(statuses) - n_reference
     last = rounds[-1]
     judges = [r.judge_mean for r in rounds]
     return AstraScore(
@@ -127,7 +148,9 @@ def score_result(result: AstraResult, incident: Incident, truth: Truth) -> Astra
         identifiers=last.identifiers, fabricated=last.fabricated,
         fabricated_rate=len(last.fabricated) / last.identifiers if last.identifiers else 0.0,
         claims=len(result.claims), verified_claims=n_verified,
-        verified_share=n_verified / len(result.claims) if result.claims else None,
+        verified_share=n_verified / n_incident if n_incident else None,
+        reference_claims=n_reference, incident_claims=n_incident,
+        reference_share=n_reference / len(result.claims) if result.claims else None,
         rounds=rounds, accuracy_delta=last.accuracy - rounds[0].accuracy,
         judge_delta=(judges[-1] - judges[0]) if judges[0] is not None and judges[-1] is not None else None,
         elapsed_s=result.elapsed_s,
@@ -158,7 +181,11 @@ class AstraSummary(_Closed):
     mean_completeness: float | None
     reports_with_fabricated: float | None  # share of reports with at least one untraceable identifier
     fabricated_identifier_rate: float | None  # untraceable / all identifiers, pooled
-    verified_share: float | None  # verified claims / all claims, pooled
+    claims: int = 0  # pooled over the incidents
+    verified_claims: int = 0
+    reference_claims: int = 0
+    verified_share: float | None  # verified claims / claims about this incident (VERIFIED + UNVERIFIED), pooled
+    reference_share: float | None = None  # reference claims / all claims, pooled
     per_round: list[RoundMean]
     mean_accuracy_delta: float | None
     mean_judge_delta: float | None
@@ -194,7 +221,10 @@ def summarise(scores: list[AstraScore]) -> AstraSummary:
         mean_completeness=mean(s.completeness for s in scores) if scores else None,
         reports_with_fabricated=_share(sum(1 for s in scores if s.fabricated), len(scores)),
         fabricated_identifier_rate=_share(sum(len(s.fabricated) for s in scores), ids),
-        verified_share=_share(sum(s.verified_claims for s in scores), claims),
+        claims=claims, verified_claims=sum(s.verified_claims for s in scores),
+        reference_claims=sum(s.reference_claims for s in scores),
+        verified_share=_share(sum(s.verified_claims for s in scores), sum(s.incident_claims for s in scores)),
+        reference_share=_share(sum(s.reference_claims for s in scores), claims),
         per_round=per_round,
         mean_accuracy_delta=mean(s.accuracy_delta for s in scores) if scores else None,
         mean_judge_delta=mean(judge_deltas) if judge_deltas else None,

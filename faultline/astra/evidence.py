@@ -17,7 +17,14 @@ The check (ASTRA §4.2's sourcing-fidelity test, in our own form):
   verbatim, overlap >= 0.9 and support >= 0.6; `medium` when support >= 0.3 (verbatim) or >= 0.6
   (window); `low` otherwise. A claim naming an identifier that its source never mentions is at most
   `low`; one whose identifiers are in the source but not in the quote is at most `medium`.
-* **Status**: VERIFIED for high and medium confidence, UNVERIFIED for low (kept, and hedged in the report).
+* **Status** says what the quote is evidence *of*. Only sources about this incident can verify a
+  claim: the ticket itself and the log agent's lines of the incident's scope. Claims are mapped to
+  their own agent's output only, so of the agents the log agent alone is such a source
+  (`INCIDENT_SOURCES`). A log claim is VERIFIED for high and medium confidence and UNVERIFIED for
+  low (kept, and hedged in the report). The documentation (domain agent) says how such a fault is identified or fixed, and
+  similar resolved tickets (similarity agent) are precedent about *other* incidents: neither is
+  evidence that this fault happened, so their claims are REFERENCE whatever the confidence (which
+  is still computed: it says whether the quote supports the claim).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from faultline.astra import lexical
-from faultline.astra.records import AgentOutput, Claim, Evidence
+from faultline.astra.records import AgentOutput, Claim, Evidence, EvidenceStatus
 
 if TYPE_CHECKING:
     import duckdb
@@ -37,7 +44,8 @@ if TYPE_CHECKING:
 VERBATIM_THRESHOLD = 0.6
 RUN = 3  # words a contiguous run needs before it counts as quoted
 MAX_WINDOW = 3  # sentences in a keyword window
-RULES_VERSION = "evidence-rules-1"
+RULES_VERSION = "evidence-rules-2"
+INCIDENT_SOURCES: frozenset[str] = frozenset({"log"})  # agents whose output is about this incident
 
 
 def quote_overlap(quote: str, source: str) -> float:
@@ -137,8 +145,14 @@ def validate(claim: Claim, quote: str, output: AgentOutput, *, claimed_confidenc
     if claimed_confidence in ("medium", "low") and _rank(claimed_confidence) < _rank(confidence):
         confidence = claimed_confidence  # an LLM mapper that says its own evidence is weak is believed
     return Evidence(claim_id=claim.claim_id, source=claim.agent, quote=quote, method=method,
-                    overlap=round(overlap, 4), confidence=confidence,
-                    status="VERIFIED" if confidence in ("high", "medium") else "UNVERIFIED")
+                    overlap=round(overlap, 4), confidence=confidence, status=status_for(claim.agent, confidence))
+
+
+def status_for(source: str, confidence: str) -> EvidenceStatus:
+    """VERIFIED or UNVERIFIED (by confidence) for the log agent; REFERENCE for documentation and similar tickets."""
+    if source not in INCIDENT_SOURCES:
+        return "REFERENCE"
+    return "VERIFIED" if confidence in ("high", "medium") else "UNVERIFIED"
 
 
 def _rank(confidence: str) -> int:

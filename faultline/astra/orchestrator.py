@@ -116,7 +116,7 @@ def plan_deterministic(incident: Incident, report: Report, scores: list[JudgeSco
                        evidence: list[Evidence], asked: set[str]) -> list[FollowupQuery]:
     """Rule-based follow-ups for the criteria scored <= 3; `asked` holds the keys of all earlier queries."""
     low = sorted((s for s in scores if s.score <= REVISE_AT), key=lambda s: s.score)
-    ok = {e.claim_id for e in evidence if e.status == "VERIFIED"}
+    ok = {e.claim_id for e in evidence if e.status != "UNVERIFIED"}  # REFERENCE claims need no grounding
     unverified = [c for c in claims if c.claim_id not in ok]
     generators: dict[str, Iterable[Candidate]] = {
         "root_cause_identification": _root_cause(report, incident, claims),

@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 AgentName = Literal["similarity", "log", "domain"]
+# VERIFIED / UNVERIFIED: a source about this incident (its logs); REFERENCE: documentation or other incidents
+EvidenceStatus = Literal["VERIFIED", "UNVERIFIED", "REFERENCE"]
 CRITERIA: tuple[str, ...] = ("root_cause_identification", "resolution_specificity", "evidence_grounding",
                              "coverage", "focus")
 
@@ -97,7 +99,7 @@ class Evidence(_Closed):
     method: Literal["verbatim", "keyword_window", "none"]
     overlap: float  # share of the quote's words found in the source (>= 0.6 to count as verbatim)
     confidence: Literal["high", "medium", "low"]
-    status: Literal["VERIFIED", "UNVERIFIED"]
+    status: EvidenceStatus  # see `faultline.astra.evidence` for the rule
 
 
 class Report(_Closed):
@@ -106,7 +108,7 @@ class Report(_Closed):
     incident_id: str
     round: int
     symptom: str
-    evidence: list[str]  # the facts (verified claims) and hedged statements (unverified), as written
+    evidence: list[str]  # facts (verified claims), reference statements and hedged ones (unverified), as written
     root_cause: str
     fix: str
     verification: str

@@ -1,10 +1,15 @@
 """The fault-analysis report: identification (symptom -> evidence -> root cause) and resolution (fix + verification).
 
-Verified claims are written as facts; unverified ones are kept but hedged ("Possibly (unconfirmed): ...").
+How a claim is written depends on its evidence status (`evidence`): a VERIFIED claim (this incident's
+logs) is written as a fact; a REFERENCE claim as what its source says — "The runbook (<section>) says:
+..." for documentation, "In resolved ticket NET-x ..." for a similar resolved ticket — never as a fact
+about this incident nor hedged as an unconfirmed one; an UNVERIFIED claim is kept but hedged
+("Possibly (unconfirmed): ..."). Only claims about this incident may fill the "Observed:" symptom.
 Label, category and devices come from the agents' outputs: the log agent's word first, then the
 domain agent's; the similarity agent's weighted vote over its tickets' resolutions is used only when
 neither names one (it never overrides the incident's own log evidence). Devices named only by similar tickets belong to other incidents
-and are left out unless the ticket itself names them.
+and are left out unless the ticket itself names them. When the report names a label, its fix comes only from
+statements about a fault of the same family (`fits_label`); otherwise it says no fix is supported yet.
 
 Two writers produce the same `Report`: `write_deterministic` (templates over the claims) and
 `write_llm` (prompt ``astra/report``); both render their Markdown with `render_markdown`.
@@ -38,10 +43,46 @@ _VERIFY = re.compile(r"(?i)\b(verif\w*|confirm\w*|re-?established|reconverged|ca
                      r"succeed\w*|restored|check that|show )")
 
 
-def _hedged(claim: Claim, ev: Evidence | None) -> str:
-    text = claim.text.rstrip()
-    text = text if text.endswith((".", "!", "?")) else text + "."
-    return text if ev is not None and ev.status == "VERIFIED" else HEDGE + text
+REFERENCE_UNCONFIRMED = " (its quote was not confirmed)"
+_TIER = {"VERIFIED": 0, "REFERENCE": 1}  # then UNVERIFIED (or no evidence)
+_DOC_SECTION = re.compile(r"^(?P<title>[^:]+? > [^:]+?):\s+(?P<body>\S.*)$", re.DOTALL)
+_TICKET_LEAD = re.compile(r"^(?i:in\s+(?:a\s+)?(?:(?:similar|resolved)\s+)*(?:ticket\s+)?)?(?P<id>[A-Z][A-Z0-9]*-\d+)\b"
+                          r"\s*(?P<sep>[:,]?)\s*(?P<rest>.*)$", re.DOTALL)
+_ALREADY_REFERENCE = re.compile(r"(?i)^(?:the (?:runbook|documentation|docs)\b|(?:the )?similar (?:resolved )?tickets?\b)")
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def as_reference(claim: Claim) -> str:
+    """A reference claim as what its source says: the runbook/documentation section, or the resolved ticket."""
+    text = _sentence(claim.text)
+    if _ALREADY_REFERENCE.match(text):
+        return text
+    if claim.agent == "domain":
+        section = _DOC_SECTION.match(text)
+        if section is None:
+            return f"The documentation says: {text}"
+        book, _, rest = section["title"].partition(" > ")
+        source = f"The runbook ({rest})" if "runbook" in book.lower() else f"The documentation ({section['title']})"
+        return f"{source} says: {section['body']}"
+    lead = _TICKET_LEAD.match(text)
+    if lead is None:
+        return f"In a similar resolved ticket: {text}"
+    joiner = " " if lead["rest"].startswith("(") else ": "
+    return f"In resolved ticket {lead['id']}{joiner}{lead['rest']}"
+
+
+def stated(claim: Claim, ev: Evidence | None) -> str:
+    """A claim as the report writes it: a fact (VERIFIED), reference (REFERENCE) or hedged (UNVERIFIED)."""
+    if ev is not None and ev.status == "VERIFIED":
+        return _sentence(claim.text)
+    if ev is not None and ev.status == "REFERENCE":
+        text = as_reference(claim)
+        return text if ev.confidence != "low" else text[:-1] + REFERENCE_UNCONFIRMED + "."
+    return HEDGE + _sentence(claim.text)
 
 
 def pick_label(outputs: dict[str, AgentOutput]) -> tuple[str | None, str | None]:
@@ -88,6 +129,21 @@ def pick_components(outputs: dict[str, AgentOutput]) -> list[str]:
     return [c for c, _ in sorted(votes.items(), key=lambda kv: -kv[1])][:1]
 
 
+def fits_label(text: str, label: str | None) -> bool:
+    """Whether a fix statement is about the report's fault: without a label any precedent may serve (tickets
+    outside the taxonomy); with one, only a statement that reads as a label of the same family (`classify_text`),
+    so a report never borrows the fix of another fault."""
+    if not label:
+        return True
+    from faultline.astra.rubric import taxonomy as rubric
+    from faultline.astra.taxonomy import classify_text
+
+    ranked = classify_text(text)
+    families = rubric().families
+    return bool(ranked) and families.get(ranked[0][0]) is not None and \
+        families.get(ranked[0][0]) == families.get(label)
+
+
 def _relevance(claim: Claim, focus: set[str]) -> float:
     ids = lexical.identifiers(claim.text)
     return technical_score(claim.text) + 4 * len(ids & focus)
@@ -102,46 +158,52 @@ def write_deterministic(incident: Incident, outputs: dict[str, AgentOutput], cla
     focus = {d.lower() for d in devices} | ({label.lower()} if label else set())
     focus |= lexical.identifiers(f"{incident.title} {incident.description}")
 
-    def verified(c: Claim) -> bool:
-        return c.claim_id in ev and ev[c.claim_id].status == "VERIFIED"
+    def status(c: Claim) -> str:
+        return ev[c.claim_id].status if c.claim_id in ev else "UNVERIFIED"
+
+    def tier(c: Claim) -> int:
+        return _TIER.get(status(c), len(_TIER))
 
     def rank(c: Claim) -> tuple[int, int, float, int]:
-        return (0 if verified(c) else 1, _AGENT_ORDER.index(c.agent), -_relevance(c, focus), c.round)
+        return (tier(c), _AGENT_ORDER.index(c.agent), -_relevance(c, focus), c.round)
 
     ordered = sorted(claims, key=rank)
-    symptoms = [c for c in ordered if c.tag == "SYMPTOMATIC"]
+    symptoms = [c for c in ordered if c.tag == "SYMPTOMATIC" and status(c) != "REFERENCE"]  # observed here
     causes = [c for c in ordered if c.tag == "CAUSAL" and c.agent != "similarity"] or \
              [c for c in ordered if c.tag == "CAUSAL"]
-    fixes = sorted((c for c in ordered if _FIX.search(c.text) and c.agent in ("domain", "similarity")),
-                   key=lambda c: (0 if verified(c) else 1, -_relevance(c, focus)))
+    fixes = sorted((c for c in ordered if _FIX.search(c.text) and c.agent in ("domain", "similarity")
+                    and fits_label(c.text, label)), key=lambda c: (tier(c), -_relevance(c, focus)))
     checks = [c for c in ordered if _VERIFY.search(c.text) and c not in fixes[:1]]
 
     symptom = f"Reported: {incident.title.strip()}."
     if symptoms:
-        symptom += " Observed: " + _hedged(symptoms[0], ev.get(symptoms[0].claim_id))
+        symptom += " Observed: " + stated(symptoms[0], ev.get(symptoms[0].claim_id))
     chosen = _spread(ordered, MAX_EVIDENCE)
-    statements = [_hedged(c, ev.get(c.claim_id)) for c in chosen]
+    statements = [stated(c, ev.get(c.claim_id)) for c in chosen]
 
     if label or category:
         name = label or category
         where = f" on {', '.join(devices)}" if devices else ""
         root = f"{name}{f' ({category})' if label and category else ''}{where}."
         if causes:
-            root += " " + ("Supported by: " if verified(causes[0]) else "Not yet confirmed; ") + \
-                _hedged(causes[0], ev.get(causes[0].claim_id))
+            lead = {"VERIFIED": "Supported by: ", "REFERENCE": "For reference: "}.get(status(causes[0]),
+                                                                                    "Not yet confirmed; ")
+            root += " " + lead + stated(causes[0], ev.get(causes[0].claim_id))
         else:
             root = HEDGE + root + " No causal claim supports it yet."
     elif causes:
-        root = _hedged(causes[0], ev.get(causes[0].claim_id))
+        root = stated(causes[0], ev.get(causes[0].claim_id))
     else:
         root = NO_ROOT_CAUSE
-    fix = _hedged(fixes[0], ev.get(fixes[0].claim_id)) if fixes else NO_FIX
+    fix = stated(fixes[0], ev.get(fixes[0].claim_id)) if fixes else NO_FIX
     if fixes and devices and not any(d.lower() in lexical.words(fix) for d in devices):
-        precedent = " (as in a similar resolved ticket)" if fixes[0].agent == "similarity" else ""
+        # a reference fix already names its ticket or runbook section
+        precedent = " (as in a similar resolved ticket)" if fixes[0].agent == "similarity" and \
+            status(fixes[0]) != "REFERENCE" else ""
         fix = f"On {devices[0]}{precedent}: {fix}"
     verification = f"Repeat the failing check from the ticket and confirm it passes: {incident.title.strip()}."
     if checks:
-        verification += " " + _hedged(checks[0], ev.get(checks[0].claim_id))
+        verification += " " + stated(checks[0], ev.get(checks[0].claim_id))
     report = Report(incident_id=incident.incident_id, round=round_, symptom=symptom, evidence=statements,
                     root_cause=root, fix=fix, verification=verification, label=label, category=category,
                     devices=devices, components=pick_components(outputs), scope=_scope_of(outputs), text="")
@@ -195,7 +257,8 @@ class LLMReport(BaseModel):
 
 
 def claims_block(claims: list[Claim], evidence: list[Evidence]) -> str:
-    """The claim-evidence mapping as the report and judge prompts see it: one line per claim."""
+    """The claim-evidence mapping as the report and judge prompts see it: one line per claim, led by its
+    status (VERIFIED, UNVERIFIED or REFERENCE; UNVERIFIED when it has no evidence row)."""
     ev = {e.claim_id: e for e in evidence}
     lines = []
     for c in claims:

@@ -96,7 +96,8 @@ def eval_astra_command(
     as_json: bool = typer.Option(False, "--json", help="Print the summary and per-incident scores as JSON."),
 ) -> None:
     """Analyse every open incident of a corpus with ASTRA and score it: accuracy rubric, completeness,
-    fabricated identifiers, verified evidence, per-round means (rows in `evaluations`, method astra)."""
+    fabricated identifiers, verified evidence (claims about the incident), reference claims (docs, resolved
+    tickets), per-round means (rows in `evaluations`, method astra)."""
     from faultline import db
     from faultline.astra.batch import evaluate_incidents, load_corpus
 
@@ -136,7 +137,8 @@ def _print_summary(batch: Any) -> None:
         ["mean completeness", _pct(s.mean_completeness)],
         ["reports with a fabricated identifier", _pct(s.reports_with_fabricated)],
         ["fabricated identifiers (pooled)", _pct(s.fabricated_identifier_rate)],
-        ["claims with verified evidence", _pct(s.verified_share)],
+        ["claims about this incident with verified evidence", _pct(s.verified_share)],
+        ["reference claims (docs, resolved tickets)", f"{_pct(s.reference_share)} ({s.reference_claims} of {s.claims})"],
         ["mean accuracy delta (last - first round)", _num(s.mean_accuracy_delta)],
         ["mean judge delta (last - first round)", _num(s.mean_judge_delta)],
         ["seconds per incident (mean / max)", f"{_num(s.seconds_per_incident)} / {_num(s.max_seconds)}"],
