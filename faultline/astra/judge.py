@@ -1,25 +1,47 @@
 """The judge: five criteria, 1-5 each; any score <= 3 asks for a revision.
 
 The deterministic judge computes what is computable from the report, the claims, their evidence and
-the agents' outputs (it never sees ground truth):
+the agents' outputs (it never sees ground truth). *Reference* material is documentation and similar
+resolved tickets (the domain and similarity agents' claims, evidence status REFERENCE): it says what
+such faults look like elsewhere, never that this incident's fault happened.
 
 * **evidence_grounding** - share of the report's technical identifiers (`identifiers.find_identifiers`)
   that occur in the agents' outputs or the ticket: >= 0.98 -> 5, >= 0.9 -> 4, >= 0.75 -> 3,
   >= 0.5 -> 2, else 1; a report with no identifier at all gets 2 (nothing checkable); when fewer
-  than half of its evidence statements are verified facts it is capped at 3.
+  than half of its evidence statements are verified facts about this incident (not hedged, not
+  reference) it is capped at 3.
 * **root_cause_identification** - 5: a taxonomy label named, with devices, and supported by a
-  VERIFIED CAUSAL claim that mentions one of those devices; 4: label and a verified causal claim
-  mentioning the devices or the label's words (``blocked`` for ``bgp_acl_block``), without the device link; 3: a label/category without verified causal support, or a verified
-  causal claim without a label; 2: only a hedged root cause; 1: none stated.
+  VERIFIED CAUSAL claim of the log agent that mentions one of those devices; 4: label and such a claim
+  mentioning the devices or the label's words (``blocked`` for ``bgp_acl_block``), without the device
+  link; 3: a label/category without verified causal support, or a verified causal claim without a
+  label; 2: only a hedged root cause, or neither a label nor such a claim; 1: none stated.
 * **resolution_specificity** - 2 + 1 if the fix names a device, + 1 if it names a command or a
   configuration object, + 1 if the verification names a concrete check (an identifier or a command
   such as ping/curl/dig/show), - 1 if the fix is hedged; 1 when no fix is stated; clamped to 1..5.
-* **coverage** - the four dimensions symptom, evidence (a verified statement), root cause,
-  fix + verification: all four with an observed symptom -> 5, all four -> 4, three -> 3, two -> 2, else 1.
+* **coverage** - the four dimensions symptom, evidence, root cause, fix + verification, each counted
+  only when present *and consistent* (below: evidence when check E passes, root cause when checks N,
+  R and S pass, fix when check F passes): all four with an observed symptom -> 5, all four -> 4,
+  three -> 3, two -> 2, else 1.
 * **focus** - share of the report's statements (evidence, root cause, fix) that mention the
   incident's devices, its label (or the label's words) or an identifier from the ticket:
   >= 0.8 -> 5, >= 0.6 -> 4, >= 0.4 -> 3, >= 0.2 -> 2, else 1; 2 when nothing anchors the incident.
 
+Consistency checks (`faultline.astra.consistency` defines the findings; a failed check caps scores):
+
+* **N named** - fails when the report names no label and no category: root cause <= 2, resolution,
+  grounding and focus <= 3 (a fix, evidence and focus cannot be checked against a cause that names nothing).
+* **R reference** - fails when the root cause is reference material (a documentation section, a
+  similar ticket's resolution) and no label is named: root cause <= 2 (not a diagnosis of this incident).
+* **S symptom** - fails when the label's family is neither among the ticket's families (what its
+  words describe) nor among the families the log agent's own analysis scored: root cause and focus <= 3.
+* **A sources** - fails when an agent names a label of another family, or the log agent neither names
+  the report's family nor scored it: root cause <= 3.
+* **F fix** - fails when the fix names devices other than the report's (resolution <= 2), or when it
+  classifies to another family than the root cause (resolution <= 3).
+* **E evidence** - fails when more than half of the (at least two) evidence statements that name a
+  device name none of the report's devices: grounding and focus <= 3.
+
+A check that needs the label's family is skipped when there is none (an operator event, a category).
 The LLM judge (prompt ``judge/judge``) scores the same criteria from the same inputs.
 """
 
@@ -31,7 +53,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from faultline.astra import lexical
+from faultline.astra import consistency, lexical
+from faultline.astra.consistency import Consistency
 from faultline.astra.identifiers import find_identifiers, untraceable
 from faultline.astra.records import (
     CRITERIA,
@@ -69,7 +92,8 @@ def _band(share: float, cuts: tuple[float, float, float, float]) -> int:
     return 5 - next((i for i, cut in enumerate(cuts) if share >= cut), 4)
 
 
-def grounding(report: Report, incident: Incident, outputs: dict[str, AgentOutput]) -> tuple[int, str]:
+def grounding(report: Report, incident: Incident, outputs: dict[str, AgentOutput], claims: list[Claim] | None = None,
+              evidence: list[Evidence] | None = None) -> tuple[int, str]:
     """evidence_grounding: traceable share of the report's identifiers (see module docstring)."""
     found = find_identifiers(report.text.split("\n", 1)[-1])  # the title line only repeats the incident id
     if not found:
@@ -81,9 +105,10 @@ def grounding(report: Report, incident: Incident, outputs: dict[str, AgentOutput
     reason = f"{len(found) - len(missing)}/{len(found)} identifiers traceable to agent outputs or the ticket"
     if missing:
         reason += f"; untraceable: {', '.join(sorted({m.value for m in missing})[:5])}"
-    facts = sum(1 for s in report.evidence if not s.startswith(HEDGE))
+    facts = sum(1 for s in report.evidence
+                if not s.startswith(HEDGE) and not consistency.is_reference(s, claims or [], evidence or []))
     if report.evidence and facts * 2 < len(report.evidence) and score > 3:
-        score, reason = 3, reason + f"; only {facts}/{len(report.evidence)} evidence statements are verified"
+        score, reason = 3, f"{reason}; only {facts}/{len(report.evidence)} evidence statements are verified facts"
     return score, reason
 
 
@@ -100,10 +125,10 @@ def root_cause(report: Report, claims: list[Claim], evidence: list[Evidence]) ->
     """root_cause_identification: label named and backed by a verified causal claim (see module docstring)."""
     if not report.root_cause.strip() or report.root_cause == NO_ROOT_CAUSE:
         return 1, "no root cause stated"
-    ok = {e.claim_id for e in evidence if e.status == "VERIFIED"}
+    ok = {e.claim_id for e in evidence if str(e.status) == "VERIFIED"}
     devices = {d.lower() for d in report.devices}
     words_of_label = _label_words(report.label or report.category)
-    support = [c for c in claims if c.tag == "CAUSAL" and c.claim_id in ok]
+    support = [c for c in claims if c.tag == "CAUSAL" and c.claim_id in ok and c.agent not in consistency.REFERENCE_AGENTS]
     linked = [c for c in support if set(lexical.words(c.text)) & devices or _mentions(c.text, words_of_label)]
     device_linked = [c for c in support if set(lexical.words(c.text)) & devices]
     named = report.label or report.category
@@ -115,7 +140,9 @@ def root_cause(report: Report, claims: list[Claim], evidence: list[Evidence]) ->
         return 3, f"{named} named without a verified causal claim tying it to the devices"
     if support and not named:
         return 3, "a verified causal claim, but no label or category from the taxonomy"
-    return 2, "the root cause is only hedged"
+    if report.root_cause.startswith(HEDGE):
+        return 2, "the root cause is only hedged"
+    return 2, "no label or category, and no verified causal claim about this incident"
 
 
 def resolution(report: Report) -> tuple[int, str]:
@@ -135,19 +162,21 @@ def resolution(report: Report) -> tuple[int, str]:
     return score, "; ".join(parts)
 
 
-def coverage(report: Report) -> tuple[int, str]:
-    """coverage: symptom, evidence, root cause, fix + verification (see module docstring)."""
+def coverage(report: Report, found: Consistency | None = None) -> tuple[int, str]:
+    """coverage: symptom, evidence, root cause, fix + verification, each present and consistent (module docstring)."""
     present = {
         "symptom": bool(report.symptom.strip()),
-        "evidence": any(not s.startswith(HEDGE) for s in report.evidence),
-        "root cause": bool(report.root_cause.strip()) and report.root_cause != NO_ROOT_CAUSE,
-        "fix/verification": report.fix != NO_FIX and bool(report.fix.strip()) and bool(report.verification.strip()),
+        "evidence": any(not s.startswith(HEDGE) for s in report.evidence) and not (found and found.evidence_off),
+        "root cause": bool(report.root_cause.strip()) and report.root_cause != NO_ROOT_CAUSE and
+        not (found and (not found.named or found.unlabelled_reference or found.symptom_unexplained)),
+        "fix/verification": report.fix != NO_FIX and bool(report.fix.strip()) and bool(report.verification.strip())
+        and not (found and (found.fix_devices_outside or found.fix_other_family)),
     }
     n = sum(present.values())
     missing = [k for k, v in present.items() if not v]
     observed = "Observed:" in report.symptom
     score = 5 if n == 4 and observed else 4 if n == 4 else {3: 3, 2: 2}.get(n, 1)
-    reason = f"{n}/4 dimensions" + (f"; missing: {', '.join(missing)}" if missing else "")
+    reason = f"{n}/4 dimensions" + (f"; missing or inconsistent: {', '.join(missing)}" if missing else "")
     return score, reason + ("" if observed or n < 4 else "; the symptom is only the reported one")
 
 
@@ -165,16 +194,46 @@ def focus(report: Report, incident: Incident) -> tuple[int, str]:
     return _band(share, (0.8, 0.6, 0.4, 0.2)), f"{on_topic}/{len(statements)} statements about the incident"
 
 
+def caps(found: Consistency) -> list[tuple[str, int, str]]:
+    """(criterion, ceiling, why) for every failed consistency check (checks N R S A F E of the module docstring)."""
+    out: list[tuple[str, int, str]] = []
+    if not found.named:
+        why = "the report names no label or category"
+        out += [("root_cause_identification", 2, why), ("resolution_specificity", 3, why),
+                ("evidence_grounding", 3, why), ("focus", 3, why)]
+    if found.unlabelled_reference:
+        out.append(("root_cause_identification", 2, "the root cause quotes reference material, not this incident"))
+    if found.symptom_unexplained:
+        why = f"{found.family} explains neither the ticket's symptom nor what the logs showed"
+        out += [("root_cause_identification", 3, why), ("focus", 3, why)]
+    if found.sources_disagree:
+        out.append(("root_cause_identification", 3, "the agents do not agree on " + str(found.family)))
+    if found.fix_devices_outside:
+        where = ", ".join(found.fix_devices_outside)
+        out.append(("resolution_specificity", 2, f"the fix acts on {where}, not the root cause's devices"))
+    if found.fix_other_family:
+        out.append(("resolution_specificity", 3, f"the fix is about {found.fix_family}, the root cause {found.family}"))
+    if found.evidence_off:
+        why = f"{found.evidence_off_target}/{found.evidence_with_devices} device statements are about other devices"
+        out += [("evidence_grounding", 3, why), ("focus", 3, why)]
+    return out
+
+
 def judge_deterministic(incident: Incident, outputs: dict[str, AgentOutput], claims: list[Claim],
                         evidence: list[Evidence], report: Report) -> list[JudgeScore]:
     """Score one report on the five criteria by the documented rules."""
+    found = consistency.check(report, incident, outputs, claims, evidence)
     results = {
         "root_cause_identification": root_cause(report, claims, evidence),
         "resolution_specificity": resolution(report),
-        "evidence_grounding": grounding(report, incident, outputs),
-        "coverage": coverage(report),
+        "evidence_grounding": grounding(report, incident, outputs, claims, evidence),
+        "coverage": coverage(report, found),
         "focus": focus(report, incident),
     }
+    for criterion, ceiling, why in caps(found):
+        score, reason = results[criterion]
+        if score > ceiling:
+            results[criterion] = ceiling, f"{reason}; capped at {ceiling}: {why}"
     return [JudgeScore(incident_id=incident.incident_id, round=report.round, criterion=c, score=results[c][0],
                        reason=results[c][1], judge=DETERMINISTIC_JUDGE, version=RULES_VERSION) for c in CRITERIA]
 
