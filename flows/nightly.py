@@ -1,7 +1,7 @@
 """The nightly run, wiring only: tonight's backlog analysed both ways, evaluated, marts and dashboards refreshed.
 
-Stages, in order: ingest (the corpus, when given one) → index → backlog → analyse → marts → dashboards, then
-the summary artifact. `analyse_backlog` fans out one task run per incident and method on the task runner
+Stages, in order: ingest (the corpus, when given one) → index → backlog → analyse → verdict → marts →
+dashboards, then the summary artifact. `analyse_backlog` fans out one task run per incident and method on the task runner
 the settings choose (thread pool or in-process Dask). The tasks live in `tasks/`; the run's bookkeeping
 (the `runs` row, stage times, ledger rows for skips, finished and failed units, the summary) in
 `faultline.nightly.night`.
@@ -25,7 +25,14 @@ from faultline.nightly.summary import Analysis, markdown
 from faultline.nightly.work import Outcome
 from tasks.index import sync_index_task
 from tasks.ingest import ingest_file_task, ingest_incidents_task
-from tasks.nightly import astra_task, build_dashboards_task, refresh_marts_task, sade_task, select_backlog_task
+from tasks.nightly import (
+    astra_task,
+    build_dashboards_task,
+    refresh_marts_task,
+    sade_task,
+    select_backlog_task,
+    verdict_task,
+)
 
 
 def make_task_runner(settings: Settings) -> Any:
@@ -57,6 +64,19 @@ def analyse_backlog(items: list[BacklogItem], settings: Settings, analyst: str, 
             **_fan_out(sade, "sade", items, settings=settings, run_id=run_id, network_backend=network_backend,
                        llm_model=llm_model)}
     harvest = Harvest(Night(settings, run_id), total=len(jobs))
+    for future in as_completed(list(jobs)):
+        method, item = jobs[future]
+        harvest.take(method, item, _outcome_or_error(future))
+    return harvest.analysis
+
+
+def fuse_verdicts(items: list[BacklogItem], settings: Settings, analyst: str, run_id: str,
+                  analysis: Analysis) -> Analysis:
+    """One verdict task run per incident that needs one, after its analyses; outcomes join tonight's analysis."""
+    sql = {"retries": settings.nightly_sql_retries, "retry_delay_seconds": settings.nightly_sql_retry_delay_s}
+    jobs = _fan_out(verdict_task.with_options(**sql), "verdict", items, settings=settings, analyst=analyst,
+                    run_id=run_id)
+    harvest = Harvest(Night(settings, run_id), total=len(jobs), analysis=analysis)
     for future in as_completed(list(jobs)):
         method, item = jobs[future]
         harvest.take(method, item, _outcome_or_error(future))
@@ -111,11 +131,13 @@ def nightly_flow(corpus: str | None = None, limit: int | None = None, incidents:
         with run.stage("backlog"):
             items = select_backlog_task(settings, analyst, network_backend, incidents, limit)
             run.record_skips(items)
-        work = [item for item in items if item.todo]
+        work = [item for item in items if set(item.todo) & {"astra", "sade"}]
         with run.stage("analyse", f"analysing {len(work)} incident(s) both ways"):
             analysis = analyse_backlog.with_options(task_runner=make_task_runner(settings))(
                 work, settings, analyst, llm_model, network_backend, max_rounds, run.run_id, len(work),
             ) if work else Analysis()
+        with run.stage("verdict", "fusing one verdict per incident"):
+            analysis = fuse_verdicts(items, settings, analyst, run.run_id, analysis)
         with run.stage("marts", "refreshing the marts and the dashboards"):
             marts = refresh_marts_task.with_options(**sql)(settings)
         with run.stage("dashboards"):

@@ -1,6 +1,7 @@
 """Prefect tasks of the nightly run: thin wrappers over `faultline.nightly`, named for the UI.
 
-The analysis tasks run one incident with one method (`astra: <incident>`, `sade: <incident>`) through
+The analysis tasks run one incident with one method (`astra: <incident>`, `sade: <incident>`, then
+`verdict: <incident>` from what those two stored) through
 `Night.run_unit`, which also writes the ``done`` ledger row. Retries are set per kind of work by the flow
 (`with_options`): ASTRA's LLM calls, SADE's probes, the warehouse steps.
 """
@@ -45,6 +46,14 @@ def sade_task(item: BacklogItem, settings: Settings, network_backend: NetworkBac
     from faultline.nightly.work import run_sade
 
     return Night(settings, run_id).run_unit(item, run_sade, network_backend=network_backend, llm_model=llm_model)
+
+
+@task(name="verdict", cache_policy=NO_CACHE, task_run_name="verdict: {item.incident_id}")
+def verdict_task(item: BacklogItem, settings: Settings, analyst: str, run_id: str) -> Outcome:
+    """One verdict from the incident's stored analyses (stored, scored when the truth is known)."""
+    from faultline.nightly.work import run_verdict
+
+    return Night(settings, run_id).run_unit(item, run_verdict, analyst=analyst)
 
 
 @task(name="refresh-marts", cache_policy=NO_CACHE)

@@ -88,6 +88,12 @@ def test_every_backlog_incident_is_analysed_both_ways_and_evaluated(night):
     assert marts > 0 and summary["marts"]["mart_agreement"] >= 3
     by_method = {o["method"]: o for o in summary["outcomes"] if o["incident_id"] == "sample-backlog-042"}
     assert by_method["astra"]["label"] == "web_dos_attack" and by_method["sade"]["label"] == "web_dos_attack"
+    # and one verdict per incident, fused after both; the incident SADE could not probe gets one from ASTRA's side
+    assert {(i, "verdict") for i in BACKLOG} <= set(done)
+    assert by_method["verdict"]["label"] == "web_dos_attack" and by_method["verdict"]["accuracy"] >= 4
+    (rule, without), = _rows(settings, "SELECT rule, without_network FROM verdicts "
+                                       "WHERE incident_id = 'sample-backlog-009'")
+    assert not rule.startswith("network") and "diagnosis" in without
 
 
 def test_a_failed_incident_is_a_row_and_the_run_goes_on(night):
@@ -132,7 +138,8 @@ def test_running_the_same_night_again_duplicates_nothing(night):
     settings, corpus, _ = night
     keys = {"astra_rounds": "incident_id, analyst, round", "submissions": "incident_id, method",
             "evaluations": "incident_id, method, metric", "claims": "claim_id",
-            "analysis_ledger": "incident_id, method"}
+            "analysis_ledger": "incident_id, method", "verdicts": "incident_id",
+            "verdict_claims": "incident_id, seq"}
     before = {t: _rows(settings, f"SELECT count(*) FROM {t}")[0][0] for t in keys}
     again = nightly_flow(corpus=str(corpus), settings=settings, max_rounds=2)
     assert [o for o in again["outcomes"] if o["method"] == "astra"] == []  # nothing left but the failed SADE one
@@ -154,7 +161,7 @@ def test_an_imported_ticket_without_a_network_gets_astra_and_a_recorded_skip(nig
                  "now(), now(), now())")
     conn.close()
     summary = nightly_flow(settings=settings, incidents=["OPS-1"], max_rounds=1)
-    assert [(o["incident_id"], o["method"]) for o in summary["outcomes"]] == [("OPS-1", "astra")]
+    assert [(o["incident_id"], o["method"]) for o in summary["outcomes"]] == [("OPS-1", "astra"), ("OPS-1", "verdict")]
     assert [(s["incident_id"], s["method"]) for s in summary["skips"]] == [("OPS-1", "sade")]
     (status, reason), = _rows(settings, "SELECT status, reason FROM analysis_ledger WHERE incident_id = 'OPS-1' "
                                         "AND method = 'sade'")
@@ -213,12 +220,13 @@ def test_a_corpus_of_exports_is_ingested_a_task_run_per_file_and_analysed_by_ast
     assert _rows(settings, "SELECT count(*) FROM log_lines")[0][0] == 3
 
     # ASTRA analysed both tickets; SADE has no network behind an imported ticket: a recorded skip
-    assert sorted((o["incident_id"], o["method"]) for o in summary["outcomes"]) == [("OPS-101", "astra"),
-                                                                                   ("OPS-102", "astra")]
+    assert sorted((o["incident_id"], o["method"]) for o in summary["outcomes"]) == [
+        ("OPS-101", "astra"), ("OPS-101", "verdict"), ("OPS-102", "astra"), ("OPS-102", "verdict")]
     assert _rows(settings, "SELECT DISTINCT incident_id FROM astra_rounds ORDER BY 1") == [("OPS-101",), ("OPS-102",)]
     assert _rows(settings, "SELECT incident_id, method, status FROM analysis_ledger ORDER BY 1, 2") == [
-        ("OPS-101", "astra", "done"), ("OPS-101", "sade", "skipped"),
-        ("OPS-102", "astra", "done"), ("OPS-102", "sade", "skipped")]
+        ("OPS-101", "astra", "done"), ("OPS-101", "sade", "skipped"), ("OPS-101", "verdict", "done"),
+        ("OPS-102", "astra", "done"), ("OPS-102", "sade", "skipped"), ("OPS-102", "verdict", "done")]
+    assert all("imported ticket" in w for (w,) in _rows(settings, "SELECT without_network FROM verdicts"))
     assert [s["method"] for s in summary["skips"]] == ["sade", "sade"]
     assert all("no lab incident" in s["reason"] for s in summary["skips"])
 
@@ -252,7 +260,7 @@ def test_an_edited_ticket_is_analysed_again_on_a_dask_cluster(night):
     conn.close()
     dask = settings.model_copy(update={"nightly_task_runner": "dask"})
     summary = nightly_flow(settings=dask, incidents=["sample-backlog-042"], max_rounds=1)
-    assert sorted(o["method"] for o in summary["outcomes"]) == ["astra", "sade"]
+    assert sorted(o["method"] for o in summary["outcomes"]) == ["astra", "sade", "verdict"]
     assert _rows(settings, "SELECT count(*) FROM astra_rounds WHERE incident_id = 'sample-backlog-042'")[0][0] == 1
 
 
@@ -282,7 +290,7 @@ def test_a_run_killed_mid_way_resumes_without_redoing_finished_incidents(tmp_pat
     redone = {(o["incident_id"], o["method"]) for o in resumed["outcomes"]}
     assert not redone & {(i, m) for i, m, _ in first_run}  # finished work is not done again
     ledger = _rows(settings, "SELECT incident_id, method, run_id FROM analysis_ledger WHERE status = 'done'")
-    assert {(i, m) for i, m, _ in ledger} == {(i, m) for i in BACKLOG for m in ("astra", "sade")}
+    assert {(i, m) for i, m, _ in ledger} == {(i, m) for i in BACKLOG for m in ("astra", "sade", "verdict")}
     assert set(first_run) <= set(ledger)  # the first run's outcomes keep its run id
     for table, key in {"astra_rounds": "incident_id, analyst, round", "submissions": "incident_id, method",
                        "evaluations": "incident_id, method, metric"}.items():

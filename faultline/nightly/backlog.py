@@ -20,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from faultline.nightly.ledger import SETTLED, read
 
-Method = Literal["astra", "sade"]
-METHODS: tuple[Method, ...] = ("astra", "sade")
+Method = Literal["astra", "sade", "verdict"]
+METHODS: tuple[Method, ...] = ("astra", "sade", "verdict")  # the verdict reads what the other two stored
 NetworkBackend = Literal["snapshot", "lab"]  # what SADE probes tonight: recorded snapshots or the live lab
 
 BACKLOG_SQL = """
@@ -84,10 +84,13 @@ def select_backlog(conn: duckdb.DuckDBPyConnection, *, analyst: str = "determini
         elif network_backend == "snapshot" and snapshot_digest == "missing":
             skips["sade"] = (f"no network backend: the recorded snapshot {snapshot or '(none)'} is missing; "
                              "record one or run with the live lab backend")
+        digests["verdict"] = _digest({"astra": digests["astra"], "sade": skips.get("sade") or digests["sade"]})
         todo: list[Method] = []
         for method in METHODS:
             row = ledger.get((incident_id, method))
             settled = row is not None and row.status in SETTLED and row.input_digest == digests[method]
+            if method == "verdict" and ({"astra", "sade"} & set(todo)):
+                settled = False  # an analysis runs again tonight: so does the verdict that fuses it
             if settled:
                 skips.pop(method, None)  # already recorded for these inputs
             elif method not in skips:

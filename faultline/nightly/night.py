@@ -27,8 +27,8 @@ from faultline.nightly.summary import Analysis, Failure, NightSummary, Skip
 from faultline.nightly.work import Outcome
 from faultline.runs import finish_run, record_failure, start_run
 
-Stage = Literal["ingest", "index", "backlog", "analyse", "marts", "dashboards"]
-Unit = Callable[..., Outcome]  # `run_astra` or `run_sade`: (settings, cursor, item, *, run_id, **options)
+Stage = Literal["ingest", "index", "backlog", "analyse", "verdict", "marts", "dashboards"]
+Unit = Callable[..., Outcome]  # `run_astra`, `run_sade` or `run_verdict`: (settings, cursor, item, *, run_id, **options)
 
 
 @dataclass
@@ -123,14 +123,16 @@ class Night:
 class Harvest:
     """Tonight's units as they finish: each outcome is kept and reported; each error becomes its rows."""
 
-    def __init__(self, night: Night, total: int) -> None:
+    def __init__(self, night: Night, total: int, analysis: Analysis | None = None) -> None:
         self.night = night
         self.total = total
-        self.analysis = Analysis()
+        self.analysis = analysis or Analysis()  # earlier stages' outcomes, when this harvest continues them
+        self.done = 0
 
     def take(self, method: Method, item: BacklogItem, result: Outcome | BaseException) -> None:
         """Keep one finished unit (its retries spent); a failure never stops the others."""
-        done = len(self.analysis.outcomes) + len(self.analysis.failures) + 1
+        self.done += 1
+        done = self.done
         if isinstance(result, Outcome):
             self.analysis.outcomes.append(result)
             message = f"{result.label or 'no fault named'} ({result.seconds:.1f} s)"

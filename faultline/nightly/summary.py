@@ -66,7 +66,7 @@ class NightSummary(BaseModel):
                 "skipped": sum(s.method == method for s in self.skips),
                 "scored": len(scored),
                 "score": round(mean(scored), 3) if scored else None,
-                "score_meaning": "mean rubric accuracy 0-5" if method == "astra" else "mean RCA F1 0-1",
+                "score_meaning": "mean RCA F1 0-1" if method == "sade" else "mean rubric accuracy 0-5",
                 "seconds": round(sum(o.seconds for o in done), 1)})
         return rows
 

@@ -30,7 +30,8 @@ class Outcome(BaseModel):
     label: str | None = None  # the fault named (ASTRA: report label or category; SADE: v1 root cause)
     devices: list[str] = []
     scored: bool = False  # ground truth existed and evaluations were written
-    accuracy: float | None = None  # when scored: ASTRA's rubric 0-5; SADE's RCA F1 (detection for healthy truths)
+    accuracy: float | None = None  # when scored: ASTRA's and the verdict's rubric 0-5; SADE's RCA F1 (detection
+    # for healthy truths)
     probe_calls: int | None = None
     llm_calls: int = 0
     seconds: float
@@ -107,3 +108,27 @@ def run_sade(settings: Settings, conn: duckdb.DuckDBPyConnection, item: BacklogI
                    devices=list(sub.v1.faulty_devices) if sub else [], scored=truth is not None,
                    accuracy=None if accuracy is None else float(accuracy), probe_calls=diag.probe_calls,
                    seconds=round(time.perf_counter() - started, 3))
+
+
+def run_verdict(settings: Settings, conn: duckdb.DuckDBPyConnection, item: BacklogItem, *,
+                analyst: str = "deterministic", run_id: str | None = None) -> Outcome:
+    """The verdict of one incident from what ASTRA and SADE stored, stored, scored when the truth is known."""
+    from faultline.astra.eval_store import load_truth
+    from faultline.verdict.engine import build
+    from faultline.verdict.evaluate import save_scores, score_verdict
+    from faultline.verdict.sources import load_inputs
+    from faultline.verdict.store import save_verdict
+
+    started = time.perf_counter()
+    inputs = load_inputs(conn, item.incident_id, analyst=analyst)
+    verdict = build(conn, settings, inputs)
+    save_verdict(conn, verdict, run_id=run_id, elapsed_s=round(time.perf_counter() - started, 3))
+    truth = load_truth(conn, item.incident_id)
+    accuracy = None
+    if truth is not None:
+        score = score_verdict(conn, verdict, inputs, truth)
+        save_scores(conn, [score], run_id=run_id)
+        accuracy = float(score.accuracy)
+    label = ", ".join(verdict.labels) if verdict.labels else verdict.status
+    return Outcome(incident_id=item.incident_id, method="verdict", label=label, devices=list(verdict.devices),
+                   scored=truth is not None, accuracy=accuracy, seconds=round(time.perf_counter() - started, 3))
