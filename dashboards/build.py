@@ -50,7 +50,7 @@ def build_dashboards(conn: duckdb.DuckDBPyConnection, out_dir: Path) -> BuildRes
         raise FaultlineError(f"cannot create the dashboard folder {out_dir}: {exc}",
                              fix="pass a writable folder with --out") from exc
     reader = MartReader(conn)
-    generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     row = conn.execute(DATABASE_SQL).fetchone()
     warehouse = Path(row[0]).name if row and row[0] else "in-memory warehouse"
     written: list[Path] = []

@@ -78,16 +78,19 @@ def join(parts: Iterable[Any]) -> Html:
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, class_: str | None = None,
-          digits: int = 2) -> Html:
-    """A table; numbers are right-aligned, everything else escaped unless it is `Html`."""
+          digits: int = 2, row_classes: Sequence[str | None] | None = None) -> Html:
+    """A table; numbers are right-aligned, everything else escaped unless it is `Html`. `row_classes`, when
+    given, holds one class (or None) per row."""
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = []
-    for row in rows:
+    for n, row in enumerate(rows):
         cells = []
         for value in row:
             numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
             cells.append(f'<td class="num">{esc(value, digits)}</td>' if numeric else f"<td>{esc(value, digits)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
+        row_class = row_classes[n] if row_classes is not None else None
+        opening = f'<tr class="{escape(row_class, quote=True)}">' if row_class else "<tr>"
+        body.append(opening + "".join(cells) + "</tr>")
     cls = f' class="{escape(class_)}"' if class_ else ""
     return Html(f"<table{cls}><thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table>")
 

@@ -1,18 +1,20 @@
-"""The incidents list and one page per incident: ticket, ground truth, ASTRA's report with its claims and
-evidence, and every network diagnosis with its trace and submission (marts only)."""
+"""The incidents list and one page per incident: the verdict first, then the ticket, ground truth, ASTRA's report
+with its claims and evidence, and every network diagnosis with its trace and submission (marts only)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from dashboards.html import Html, esc, facts, incident_href, join, link, no_data, table, tag
+from dashboards.html import Html, esc, facts, fmt, incident_href, join, link, no_data, table, tag
+from dashboards.pages_verdict import disagreement_cell, verdict_cell, verdict_section
 from dashboards.query import MartReader
 
 NO_TRUTH = "Ground truth is not known for this incident (an open ticket without a recorded cause)."
 
 
 def incidents_list_page(reader: MartReader, incidents: list[dict]) -> Html:
-    """Every incident with its truth, ASTRA's and SADE's answers and their scores."""
+    """Every incident with its truth, the verdict (label, devices, confidence, agreeing sources, a badge when
+    sources disagreed, its accuracy), then ASTRA's and SADE's answers and their scores."""
     if not incidents:
         return no_data("no incident in the warehouse", reader.missing & {"mart_incidents"})
     backlog = [i for i in incidents if not i["is_historical"]]
@@ -23,11 +25,14 @@ def incidents_list_page(reader: MartReader, incidents: list[dict]) -> Html:
             continue
         parts.append(tag("h2", f"{title}: {len(group)}"))
         parts.append(table(
-            ["incident", "ticket", "title", "scenario", "truth", "ASTRA", "accuracy", "SADE", "RCA F1", "agreement"],
-            [[link(incident_href(i["incident_id"]), i["incident_id"]), i["ticket_id"], i["ticket_title"],
-              f"{i['scenario'] or '-'} / {i['size'] or '-'}", _truth_short(i),
+            ["incident", "title", "verdict", "verdict devices", "confidence", "sources agreeing", "disagreement",
+             "truth", "verdict accuracy", "ASTRA", "accuracy", "SADE", "RCA F1", "agreement", "ticket", "scenario"],
+            [[link(incident_href(i["incident_id"]), i["incident_id"]), i["ticket_title"], verdict_cell(i),
+              i.get("verdict_devices"), i.get("verdict_confidence"), i.get("verdict_agreeing"),
+              disagreement_cell(i), _truth_short(i), i.get("verdict_accuracy"),
               i["astra_label"] or i["astra_category"], i["astra_accuracy"], _sade_short(i), i["sade_rca_f1"],
-              i["agreement"]] for i in group], class_="incidents"))
+              i["agreement"], i["ticket_id"], f"{i['scenario'] or '-'} / {i['size'] or '-'}"] for i in group],
+            class_="incidents", row_classes=["disagree" if i.get("sources_disagree") else None for i in group]))
     return join(parts)
 
 
@@ -46,9 +51,11 @@ def _sade_short(i: dict) -> str | None:
 
 
 def incident_page(reader: MartReader, incident: dict) -> Html:
-    """One incident: ticket, ground truth, ASTRA report + claims + evidence, SADE trace + submission."""
+    """One incident: the verdict, then ticket, ground truth, ASTRA report + claims + evidence, SADE trace +
+    submission."""
     iid = incident["incident_id"]
     parts: list[Html] = [tag("p", link("../incidents.html", "← all incidents"), class_="note"),
+                         verdict_section(reader, incident),
                          Html('<section id="ticket">'), tag("h2", "Ticket"),
                          facts([("ticket", incident["ticket_id"]), ("title", incident["ticket_title"]),
                                 ("status", incident["ticket_status"]), ("priority", incident["ticket_priority"]),
@@ -83,7 +90,11 @@ def _truth(i: dict) -> Html:
 
 
 def _answers(i: dict) -> Html:
-    rows = [["ASTRA" + (f" ({i['astra_analyst']})" if i["astra_analyst"] else ""),
+    rows = [["Verdict" + (f" ({i['verdict_rule']})" if i.get("verdict_rule") else ""),
+             i.get("verdict_labels") or i.get("verdict_status") or "no verdict yet", i.get("verdict_devices"),
+             "accuracy 0-5 / RCA F1", f"{fmt(i.get('verdict_accuracy'))} / {fmt(i.get('verdict_rca_f1'))}",
+             f"agreeing: {fmt(i.get('verdict_agreeing'))}"],
+            ["ASTRA" + (f" ({i['astra_analyst']})" if i["astra_analyst"] else ""),
              i["astra_label"] or i["astra_category"], i["astra_devices"], "accuracy 0-5", i["astra_accuracy"],
              f"{i['astra_rounds']} round(s)" if i["astra_rounds"] else "-"],
             ["SADE", _sade_short(i), i["sade_devices"], "RCA F1 0-1", i["sade_rca_f1"],

@@ -42,15 +42,18 @@ def index_page(reader: MartReader) -> Html:
 
     parts.append(tag("h2", "Methods"))
     methods = reader.rows("mart_method_overview", order_by=["method_family", "method"])
+    methods.sort(key=lambda m: m["method_family"] != "verdict")  # the verdict leads, astra and sade beside it
     if methods:
         parts.append(table(
-            ["method", "family", "analysed", "scored", "score", "mean score", "share acc ≥3", "detection",
-             "no answer", "LLM calls", "probe calls", "mean s"],
+            ["method", "family", "analysed", "scored", "score", "mean score", "mean accuracy", "share acc ≥3",
+             "mean RCA F1", "detection", "no answer", "LLM calls", "probe calls", "mean s"],
             [[m["method"], m["method_family"], m["analysed"], m["scored"], m["score_metric"], m["mean_score"],
-              m["share_accuracy_ge3"], m["mean_detection"], m["not_submitted"], m["llm_calls"], m["probe_calls"],
-              m["mean_analysis_s"]] for m in methods], class_="methods"))
-        parts.append(tag("p", "Score: ASTRA's rubric accuracy 0-5; diagnoses' v1 RCA F1 0-1 (no answer = 0).",
-                         class_="note"))
+              m.get("mean_accuracy"), m["share_accuracy_ge3"], m.get("mean_rca_f1"), m["mean_detection"],
+              m["not_submitted"], m["llm_calls"], m["probe_calls"], m["mean_analysis_s"]] for m in methods],
+            class_="methods", row_classes=[f"family-{m['method_family']}" for m in methods]))
+        parts.append(tag("p", "Score: ASTRA's rubric accuracy 0-5; diagnoses' v1 RCA F1 0-1 (no answer = 0). The "
+                              "verdict, one answer fused from ticket, logs, history, docs and the network, is "
+                              "scored both ways.", class_="note"))
     else:
         parts.append(no_data("no analysis stored", reader.missing & {"mart_method_overview"}))
 

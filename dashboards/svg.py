@@ -28,8 +28,8 @@ def bar_chart(bars: list[Bar], *, y_max: float, y_label: str, chart_id: str, wid
     def y(v: float) -> float:
         return top + plot_h * (1 - max(0.0, min(v, y_max)) / y_max)
 
-    parts = [f'<svg class="chart" id="{escape(chart_id)}" role="img" xmlns="http://www.w3.org/2000/svg" '
-             f'width="{width}" height="{height}" viewBox="0 0 {width} {height}">',
+    parts = [(f'<svg class="chart" id="{escape(chart_id)}" role="img" xmlns="http://www.w3.org/2000/svg" '
+              f'width="{width}" height="{height}" viewBox="0 0 {width} {height}">'),
              f"<title>{escape(y_label)}</title>"]
     for i in range(int(y_max) + 1):  # gridline per unit
         parts.append(f'<line class="axis" x1="{left}" x2="{width - right}" y1="{y(i):.1f}" y2="{y(i):.1f}" '
