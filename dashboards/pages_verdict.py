@@ -128,7 +128,8 @@ def verdict_section(reader: MartReader, incident: dict[str, Any]) -> Html:
             parts.append(tag("ol", join(_statement(r) for r in statements), class_="statements"))
         parts.append(Html("</div>"))
     if not rows:
-        parts.append(no_data("the verdict's statements are not in the marts", reader.missing & {"mart_verdict_evidence"}))
+        missing = reader.missing & {"mart_verdict_evidence"}
+        parts.append(no_data("the verdict's statements are not in the marts", missing))
     else:
         parts.append(Html(f"<details><summary>Verdict report as Markdown</summary>"
                           f"{tag('pre', rows[0]['verdict_report'], class_='verdict-report')}</details>"))

@@ -1,8 +1,9 @@
 """The nightly run, wiring only: tonight's backlog analysed both ways, evaluated, marts and dashboards refreshed.
 
 Stages, in order: ingest (the corpus, when given one) → index → backlog → analyse → verdict → marts →
-dashboards, then the summary artifact. `analyse_backlog` fans out one task run per incident and method on the task runner
-the settings choose (thread pool or in-process Dask). The tasks live in `tasks/`; the run's bookkeeping
+dashboards, then the summary artifact. `analyse_backlog` fans out one task run per incident and method on the
+task runner the settings choose (thread pool or in-process Dask); `fuse_verdicts` then one verdict task run per
+incident from what both stored. The tasks live in `tasks/`; the run's bookkeeping
 (the `runs` row, stage times, ledger rows for skips, finished and failed units, the summary) in
 `faultline.nightly.night`.
 """

@@ -7,8 +7,8 @@ about this incident nor hedged as an unconfirmed one; an UNVERIFIED claim is kep
 ("Possibly (unconfirmed): ..."). Only claims about this incident may fill the "Observed:" symptom.
 Label, category and devices come from the agents' outputs: the log agent's word first, then the
 domain agent's; the similarity agent's weighted vote over its tickets' resolutions is used only when
-neither names one (it never overrides the incident's own log evidence). Devices named only by similar tickets belong to other incidents
-and are left out unless the ticket itself names them. When the report names a label, its fix comes only from
+neither names one (it never overrides the incident's own log evidence). Devices named only by similar tickets
+belong to other incidents and are left out unless the ticket itself names them. When the report names a label, its fix comes only from
 statements about a fault of the same family (`fits_label`); otherwise it says no fix is supported yet.
 
 Two writers produce the same `Report`: `write_deterministic` (templates over the claims) and

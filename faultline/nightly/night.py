@@ -28,7 +28,8 @@ from faultline.nightly.work import Outcome
 from faultline.runs import finish_run, record_failure, start_run
 
 Stage = Literal["ingest", "index", "backlog", "analyse", "verdict", "marts", "dashboards"]
-Unit = Callable[..., Outcome]  # `run_astra`, `run_sade` or `run_verdict`: (settings, cursor, item, *, run_id, **options)
+# `run_astra`, `run_sade` or `run_verdict`: (settings, cursor, item, *, run_id, **options)
+Unit = Callable[..., Outcome]
 
 
 @dataclass

@@ -78,7 +78,8 @@ def evaluate_corpus(conn: duckdb.DuckDBPyConnection, settings: Settings, corpus:
             batch.scores.append(score_verdict(conn, verdict, inputs, truth))
         except Exception as exc:  # noqa: BLE001 - one failed incident is a row, the batch goes on
             record_failure(conn, run_id=batch.run_id, stage="verdict_eval", subject=incident_id, exc=exc)
-            batch.failures[incident_id] = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
+            why = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
+            batch.failures[incident_id] = why
     batch.failures.update({k: f"ASTRA: {v}" for k, v in astra.failures.items() if k not in batch.failures})
     save_scores(conn, batch.scores, run_id=batch.run_id)
     batch.summary = summarise(conn, batch.scores)

@@ -75,7 +75,8 @@ def _verification(inputs: Inputs, flags: list, claims: ev.Claims) -> str:
     if strong:
         step = inputs.network.step_for(strong[0])
         probe = step.tool if step else strong[0].scan
-        parts.append(f"Re-run {probe} on {strong[0].device} and check that \"{ev.quote_of(strong[0].evidence)}\" is gone.")
+        shown = ev.quote_of(strong[0].evidence)
+        parts.append(f"Re-run {probe} on {strong[0].device} and check that \"{shown}\" is gone.")
     checks = claims.of("verification")
     if checks:
         parts.append(f"In {checks[0].citation.ref} it was confirmed by: {checks[0].quote}")
