@@ -139,9 +139,8 @@ def fits_label(text: str, label: str | None) -> bool:
     from faultline.astra.taxonomy import classify_text
 
     ranked = classify_text(text)
-    families = rubric().families
-    return bool(ranked) and families.get(ranked[0][0]) is not None and \
-        families.get(ranked[0][0]) == families.get(label)
+    family = rubric().family_of(ranked[0][0]) if ranked else None
+    return family is not None and family == rubric().family_of(label)
 
 
 def _relevance(claim: Claim, focus: set[str]) -> float:

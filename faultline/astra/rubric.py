@@ -58,6 +58,10 @@ class Taxonomy:
     categories: dict[str, str]
     no_fault: frozenset[str]
 
+    def family_of(self, label: str | None) -> str | None:
+        """The rubric family of a taxonomy label (None for an unknown name or an operator event)."""
+        return self.families.get(label) if label else None
+
     def domain_of(self, label: str) -> str | None:
         family = self.families.get(label)
         return self.domains.get(family) if family else None

@@ -14,7 +14,7 @@ import duckdb
 
 from faultline.config import Settings
 from faultline.verdict import evidence as ev
-from faultline.verdict.fixes import doc_sections, precedents
+from faultline.verdict.fixes import DocSection, Precedent, doc_sections, precedents
 from faultline.verdict.records import Opinion, Verdict
 from faultline.verdict.report import render
 from faultline.verdict.rules import Decision, decide
@@ -51,18 +51,18 @@ def _disagreement(decision: Decision, ops: list[Opinion], healthy: bool) -> str:
     return (f"The sources disagreed. {said}. The verdict is {won} by rule {decision.rule.id}: {decision.rule.why}")
 
 
-def _fix(labels: list[str], devices: list[str], objects: list[str], claims: ev.Claims) -> tuple[str, bool]:
+def _fix(labels: list[str], devices: list[str], objects: list[str], found: list[Precedent],
+         docs: list[DocSection]) -> tuple[str, bool]:
     where = ", ".join(devices) or "the affected device"
     target = f" The state to undo, as the probes show it: \"{objects[0]}\"." if objects else ""
-    fixes = [c for c in claims.of("fix") if c.citation.source == "history" and c.text.startswith("What fixed")]
-    if fixes:
-        action = _LEAD.sub("", fixes[0].quote)
-        text = f"On {where}: {action} (as in resolved ticket {fixes[0].citation.ref}).{target}"
+    with_fix = [p for p in found if p.fixes]
+    if with_fix:
+        action = _LEAD.sub("", ev.quote_of(with_fix[0].fixes[0]))
+        text = f"On {where}: {action} (as in resolved ticket {with_fix[0].ticket_id}).{target}"
         return text, True
-    docs = [c for c in claims.of("fix") if c.citation.source == "docs"]
     if docs:
-        text = (f"On {where}: follow the documentation for {', '.join(labels)} ({docs[0].citation.detail}): "
-                f"{docs[0].quote}{target}")
+        text = (f"On {where}: follow the documentation for {', '.join(labels)} ({docs[0].title}): "
+                f"{ev.quote_of(docs[0].text)}{target}")
         return text, True
     text = (f"{NO_FIX_YET} for {', '.join(labels)} on {where}: no resolved incident or documentation section "
             f"covers this fault. Start from the evidence above.{target}")
@@ -123,7 +123,7 @@ def build(conn: duckdb.DuckDBPyConnection, settings: Settings, inputs: Inputs) -
             root += f" Shown by the {shown[0].citation.source}: {shown[0].text} — \"{shown[0].quote}\"."
         if not shown_in_logs and rows:
             root += f" The {len(rows)} log lines in scope show nothing about {name}."
-        fix, fix_known = _fix(labels, devices, [f.evidence for f in flags if f.strength == "strong"], claims)
+        fix, fix_known = _fix(labels, devices, [f.evidence for f in flags if f.strength == "strong"], found, docs)
         verification = _verification(inputs, flags, claims)
     elif healthy:
         status = "healthy"

@@ -68,20 +68,16 @@ def _reading(key: str, text: str) -> tuple[str, float] | None:  # key: cache ide
     return ranked[0] if ranked and ranked[0][1] >= MIN_READING else None
 
 
-def _family(label: str) -> str | None:
-    from faultline.astra.rubric import taxonomy
-
-    return taxonomy().families.get(label)
-
-
 def _fits(reading: tuple[str, float] | None, labels: list[str]) -> tuple[str, bool] | None:
     if reading is None:
         return None
+    from faultline.astra.rubric import taxonomy
+
     label = reading[0]
     if label in labels:
         return label, True
-    families = {_family(lb) for lb in labels} - {None}
-    return (label, False) if _family(label) in families else None
+    families = {taxonomy().family_of(lb) for lb in labels} - {None}
+    return (label, False) if taxonomy().family_of(label) in families else None
 
 
 def precedents(conn: duckdb.DuckDBPyConnection, labels: list[str], *, before: str | None,

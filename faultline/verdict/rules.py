@@ -89,12 +89,6 @@ CONDITIONS: dict[str, Callable[[dict[str, Opinion]], bool]] = {
 }
 
 
-def _family(label: str) -> str | None:
-    from faultline.astra.rubric import taxonomy
-
-    return taxonomy().families.get(label)
-
-
 def relation(opinion: Opinion, labels: list[str], healthy: bool) -> str:
     """How one source's opinion stands to the verdict: agree, family, disagree or silent."""
     if healthy:
@@ -103,8 +97,10 @@ def relation(opinion: Opinion, labels: list[str], healthy: bool) -> str:
         return "disagree" if opinion.healthy else "silent"
     if set(opinion.labels) & set(labels):
         return "agree"
-    families = {_family(lb) for lb in labels} - {None}
-    return "family" if {_family(lb) for lb in opinion.labels} & families else "disagree"
+    from faultline.astra.rubric import taxonomy
+
+    families = {taxonomy().family_of(lb) for lb in labels} - {None}
+    return "family" if {taxonomy().family_of(lb) for lb in opinion.labels} & families else "disagree"
 
 
 def decide(opinions: list[Opinion]) -> Decision:
