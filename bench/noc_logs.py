@@ -137,7 +137,7 @@ def run(data: Path, tickets_file: Path | None, scenario: str | None, rounds: int
     from faultline.retrieval.index import sync_index
     from faultline.scope.resolve import scope_lines
     from faultline.scope.store import read_scope
-    from faultline.verdict.engine import verdict_for
+    from faultline.verdict.refine import verdict_for
 
     events = read_events(data, scenario)
     zone = _zone_name(events)

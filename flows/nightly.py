@@ -71,12 +71,12 @@ def analyse_backlog(items: list[BacklogItem], settings: Settings, analyst: str, 
     return harvest.analysis
 
 
-def fuse_verdicts(items: list[BacklogItem], settings: Settings, analyst: str, run_id: str,
-                  analysis: Analysis) -> Analysis:
+def fuse_verdicts(items: list[BacklogItem], settings: Settings, analyst: str, network_backend: NetworkBackend,
+                  run_id: str, analysis: Analysis) -> Analysis:
     """One verdict task run per incident that needs one, after its analyses; outcomes join tonight's analysis."""
     sql = {"retries": settings.nightly_sql_retries, "retry_delay_seconds": settings.nightly_sql_retry_delay_s}
     jobs = _fan_out(verdict_task.with_options(**sql), "verdict", items, settings=settings, analyst=analyst,
-                    run_id=run_id)
+                    network_backend=network_backend, run_id=run_id)
     harvest = Harvest(Night(settings, run_id), total=len(jobs), analysis=analysis)
     for future in as_completed(list(jobs)):
         method, item = jobs[future]
@@ -138,7 +138,7 @@ def nightly_flow(corpus: str | None = None, limit: int | None = None, incidents:
                 work, settings, analyst, llm_model, network_backend, max_rounds, run.run_id, len(work),
             ) if work else Analysis()
         with run.stage("verdict", "fusing one verdict per incident"):
-            analysis = fuse_verdicts(items, settings, analyst, run.run_id, analysis)
+            analysis = fuse_verdicts(items, settings, analyst, network_backend, run.run_id, analysis)
         with run.stage("marts", "refreshing the marts and the dashboards"):
             marts = refresh_marts_task.with_options(**sql)(settings)
         with run.stage("dashboards"):

@@ -49,11 +49,13 @@ def sade_task(item: BacklogItem, settings: Settings, network_backend: NetworkBac
 
 
 @task(name="verdict", cache_policy=NO_CACHE, task_run_name="verdict: {item.incident_id}")
-def verdict_task(item: BacklogItem, settings: Settings, analyst: str, run_id: str) -> Outcome:
-    """One verdict from the incident's stored analyses (stored, scored when the truth is known)."""
+def verdict_task(item: BacklogItem, settings: Settings, analyst: str, network_backend: NetworkBackend,
+                 run_id: str) -> Outcome:
+    """One verdict from the incident's stored analyses, refined on its network (stored, scored when the truth is
+    known)."""
     from faultline.nightly.work import run_verdict
 
-    return Night(settings, run_id).run_unit(item, run_verdict, analyst=analyst)
+    return Night(settings, run_id).run_unit(item, run_verdict, analyst=analyst, network_backend=network_backend)
 
 
 @task(name="refresh-marts", cache_policy=NO_CACHE)

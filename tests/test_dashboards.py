@@ -43,7 +43,7 @@ def _link(source: Path, target: Path) -> None:
 def _fuse_verdicts(conn, settings, ids: list[str]) -> None:
     """Fuse, store and score the verdict of each incident, as `faultline eval verdict` does."""
     from faultline.astra.eval_store import load_truth
-    from faultline.verdict.engine import verdict_for
+    from faultline.verdict.refine import verdict_for
     from faultline.verdict.evaluate import save_scores, score_verdict
     from faultline.verdict.sources import load_inputs
     from faultline.verdict.store import save_verdict

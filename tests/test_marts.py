@@ -71,7 +71,7 @@ def built(tmp_path_factory):
             save_scores(conn, [done.score], run_id=None)
             sade_scores.append(done.score)
     from faultline.astra.eval_store import load_truth
-    from faultline.verdict.engine import verdict_for
+    from faultline.verdict.refine import verdict_for
     from faultline.verdict.evaluate import save_scores as save_verdict_scores
     from faultline.verdict.evaluate import score_verdict
     from faultline.verdict.sources import load_inputs

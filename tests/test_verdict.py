@@ -100,13 +100,13 @@ def warehouse(tmp_path_factory):
 
     save_result(conn, analyse(load_incident(conn, "OPS-1"), settings=settings, conn=conn, max_rounds=1))
     for incident_id in ids:
-        assert _diagnose(conn, settings, incident_id, run_id="test") is None
+        assert _diagnose(conn, settings, incident_id, run_id="test")[0] is None
     yield conn, settings
     conn.close()
 
 
 def _verdict(warehouse, incident_id):
-    from faultline.verdict.engine import verdict_for
+    from faultline.verdict.refine import verdict_for
     from faultline.verdict.store import save_verdict
 
     conn, settings = warehouse

@@ -14,12 +14,15 @@ from faultline.cli.output import print_json, print_table
 def verdict_command(
     ctx: typer.Context,
     incident_id: str = typer.Argument(..., help="Incident id (or ticket id) in the warehouse."),
-    refresh: bool = typer.Option(False, "--refresh", help="Fuse it again from the stored analyses and store it."),
+    refresh: bool = typer.Option(False, "--refresh", help="Fuse it again from the stored analyses (asking its recorded network about what the "
+                                 "logs point at) and store it."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict record as JSON."),
 ) -> None:
     """Print the verdict of INCIDENT: one answer from its ticket, logs, history, docs and network diagnosis."""
     from faultline import db
-    from faultline.verdict.engine import verdict_for
+    from faultline.nightly.work import network_checker
+    from faultline.verdict.batch import snapshot_item
+    from faultline.verdict.refine import verdict_for
     from faultline.verdict.store import load_verdict, save_verdict
 
     settings = ctx.obj
@@ -27,7 +30,9 @@ def verdict_command(
     try:
         verdict = None if refresh else load_verdict(conn, incident_id)
         if verdict is None:
-            verdict, seconds = verdict_for(conn, settings, incident_id)
+            item = snapshot_item(conn, incident_id)
+            checker = network_checker(settings, item, "snapshot") if item is not None else None
+            verdict, seconds = verdict_for(conn, settings, incident_id, checker=checker)
             save_verdict(conn, verdict, elapsed_s=seconds)
     finally:
         conn.close()
@@ -94,5 +99,16 @@ def _print(batch: Any) -> None:
         ["incidents where sources disagreed", str(s.disagreements)],
         ["... and the verdict was right", str(s.disagreements_right)],
         *[[f"decided by rule {rule}", str(n)] for rule, n in sorted(s.rules.items())]], title="verdicts")
+    r = s.refinement
+    if r:
+        print_table(["figure", "value"], [
+            ["verdicts that asked the network again", str(r.get("verdicts_checked"))],
+            ["checks (confirmed)", f"{r.get('checks')} ({r.get('checks_confirmed')})"],
+            ["answers changed by them", str(r.get("answers_changed"))],
+            ["accuracy, round 2 - round 1 (mean)", _num(r.get("mean_accuracy_delta"))],
+            ["RCA F1, round 2 - round 1 (mean)", _num(r.get("mean_rca_f1_delta"))],
+            ["RCA F1 better / worse / same",
+             f"{r.get('rca_f1_better')} / {r.get('rca_f1_worse')} / {r.get('rca_f1_same')}"]],
+            title="refinement: the network asked again")
     for incident_id, message in sorted(batch.failures.items()):
         typer.echo(f"FAILED {incident_id}: {message}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 from pydantic import BaseModel, ConfigDict
@@ -18,6 +19,9 @@ from pydantic import BaseModel, ConfigDict
 from faultline.config import Settings
 from faultline.errors import FaultlineError
 from faultline.nightly.backlog import BacklogItem, Method, NetworkBackend
+
+if TYPE_CHECKING:
+    from faultline.sade.backend import Backend
 
 
 class Outcome(BaseModel):
@@ -64,26 +68,48 @@ def run_astra(settings: Settings, conn: duckdb.DuckDBPyConnection, item: Backlog
                    seconds=round(time.perf_counter() - started, 3))
 
 
+def open_backend(settings: Settings, item: BacklogItem, network_backend: NetworkBackend) -> Backend:
+    """The network an incident is probed on: its recorded snapshot, or the running lab."""
+    from faultline.sade.backend import lab_backend, snapshot_backend
+
+    if network_backend == "snapshot":
+        if not item.snapshot_path:
+            raise FaultlineError(f"{item.incident_id} has no recorded snapshot",
+                                 fix="record one or use the lab backend")
+        return snapshot_backend(Path(item.snapshot_path))
+    if network_backend == "lab":
+        return lab_backend(settings)
+    raise FaultlineError(f"unknown network backend {network_backend!r}", fix="use snapshot or lab")
+
+
+def network_checker(settings: Settings, item: BacklogItem, network_backend: NetworkBackend):  # -> Checker | None
+    """The verdict's way to ask the incident's network again (`faultline.verdict.refine`), or None when the
+    incident has no network to ask (an imported ticket, no snapshot); opened on first use."""
+    from faultline.sade.crosscheck import cross_check
+
+    if network_backend == "snapshot" and not (item.snapshot_path and Path(item.snapshot_path).is_file()):
+        return None
+    opened: list[Backend] = []
+
+    def check(label: str, devices: list[str]):
+        if not opened:
+            opened.append(open_backend(settings, item, network_backend))
+        return cross_check(opened[0], label=label, devices=devices, why="the logs point here")
+
+    return check
+
+
 def run_sade(settings: Settings, conn: duckdb.DuckDBPyConnection, item: BacklogItem, *,
              network_backend: NetworkBackend = "snapshot", llm_model: str | None = None,
              run_id: str | None = None) -> Outcome:
     """SADE's diagnosis for one incident on its network backend, stored, scored when the truth is known."""
     from faultline.nika.labels import skill_of
-    from faultline.sade.backend import lab_backend, snapshot_backend
     from faultline.sade.engine import diagnose
     from faultline.sade.scoring import score_incident
     from faultline.sade.store import load_truths, save_diagnosis, save_scores
 
     started = time.perf_counter()
-    if network_backend == "snapshot":
-        if not item.snapshot_path:
-            raise FaultlineError(f"{item.incident_id} has no recorded snapshot",
-                                 fix="record one or use the lab backend")
-        backend = snapshot_backend(Path(item.snapshot_path))
-    elif network_backend == "lab":
-        backend = lab_backend(settings)
-    else:
-        raise FaultlineError(f"unknown network backend {network_backend!r}", fix="use snapshot or lab")
+    backend = open_backend(settings, item, network_backend)
     run_policy, policy = None, "deterministic"
     if llm_model:
         from faultline.sade.llm_policy import llm_policy_runner
@@ -111,17 +137,20 @@ def run_sade(settings: Settings, conn: duckdb.DuckDBPyConnection, item: BacklogI
 
 
 def run_verdict(settings: Settings, conn: duckdb.DuckDBPyConnection, item: BacklogItem, *,
-                analyst: str = "deterministic", run_id: str | None = None) -> Outcome:
-    """The verdict of one incident from what ASTRA and SADE stored, stored, scored when the truth is known."""
+                analyst: str = "deterministic", network_backend: NetworkBackend | None = "snapshot",
+                run_id: str | None = None) -> Outcome:
+    """The verdict of one incident from what ASTRA and SADE stored, refined by asking the network about what the
+    logs point at (`network_backend` None: never ask), stored, scored when the truth is known."""
     from faultline.astra.eval_store import load_truth
-    from faultline.verdict.engine import build
     from faultline.verdict.evaluate import save_scores, score_verdict
+    from faultline.verdict.refine import refine
     from faultline.verdict.sources import load_inputs
     from faultline.verdict.store import save_verdict
 
     started = time.perf_counter()
     inputs = load_inputs(conn, item.incident_id, analyst=analyst)
-    verdict = build(conn, settings, inputs)
+    checker = network_checker(settings, item, network_backend) if network_backend else None
+    verdict, _first = refine(conn, settings, inputs, checker)
     save_verdict(conn, verdict, run_id=run_id, elapsed_s=round(time.perf_counter() - started, 3))
     truth = load_truth(conn, item.incident_id)
     accuracy = None

@@ -33,19 +33,27 @@ class VerdictBatch:
                 "incidents": [s.model_dump(mode="json") for s in self.scores]}
 
 
-def _diagnose(conn: duckdb.DuckDBPyConnection, settings: Settings, incident_id: str, run_id: str) -> str | None:
-    """Run the network diagnosis on the incident's snapshot; why it could not, or None."""
+def snapshot_item(conn: duckdb.DuckDBPyConnection, incident_id: str):  # -> BacklogItem | None
+    """The incident as a unit of work on its recorded snapshot, or None when it has none."""
     from faultline.nightly.backlog import BacklogItem
-    from faultline.nightly.work import run_sade
 
     row = conn.execute("SELECT ticket_id, title, snapshot_path FROM incidents WHERE incident_id = ?",
                        [incident_id]).fetchone()
     if row is None or not row[2] or not Path(row[2]).is_file():
-        return "no recorded network snapshot"
-    item = BacklogItem(incident_id=incident_id, ticket_id=row[0] or incident_id, title=row[1] or "",
+        return None
+    return BacklogItem(incident_id=incident_id, ticket_id=row[0] or incident_id, title=row[1] or "",
                        snapshot_path=row[2], digests={})
+
+
+def _diagnose(conn: duckdb.DuckDBPyConnection, settings: Settings, incident_id: str, run_id: str):
+    """Run the network diagnosis on the incident's snapshot: (why it could not or None, the verdict's checker)."""
+    from faultline.nightly.work import network_checker, run_sade
+
+    item = snapshot_item(conn, incident_id)
+    if item is None:
+        return "no recorded network snapshot", None
     run_sade(settings, conn, item, network_backend="snapshot", run_id=run_id)
-    return None
+    return None, network_checker(settings, item, "snapshot")
 
 
 def evaluate_corpus(conn: duckdb.DuckDBPyConnection, settings: Settings, corpus: Path, *,
@@ -57,7 +65,7 @@ def evaluate_corpus(conn: duckdb.DuckDBPyConnection, settings: Settings, corpus:
     from faultline.errors import FaultlineError
     from faultline.progress import track
     from faultline.runs import finish_run, record_failure, start_run
-    from faultline.verdict.engine import build
+    from faultline.verdict.refine import refine
     from faultline.verdict.sources import load_inputs
     from faultline.verdict.store import save_verdict
 
@@ -69,13 +77,19 @@ def evaluate_corpus(conn: duckdb.DuckDBPyConnection, settings: Settings, corpus:
         if truth is None:
             continue
         try:
-            why = _diagnose(conn, settings, incident_id, batch.run_id)
+            why, checker = _diagnose(conn, settings, incident_id, batch.run_id)
             if why:
                 batch.without_network[incident_id] = why
             inputs = load_inputs(conn, incident_id, analyst=analyst)
-            verdict = build(conn, settings, inputs)
+            verdict, first = refine(conn, settings, inputs, checker)
             save_verdict(conn, verdict, run_id=batch.run_id)
-            batch.scores.append(score_verdict(conn, verdict, inputs, truth))
+            score = score_verdict(conn, verdict, inputs, truth)
+            if verdict.checks:  # round 1 scored too: the paired per-round delta of the network follow-ups
+                was = score_verdict(conn, first, inputs, truth)
+                score = score.model_copy(update={"first_accuracy": was.accuracy,
+                                                 "first_rca_f1": was.nika.get("rca_f1"),
+                                                 "first_labels": was.labels})
+            batch.scores.append(score)
         except Exception as exc:  # noqa: BLE001 - one failed incident is a row, the batch goes on
             record_failure(conn, run_id=batch.run_id, stage="verdict_eval", subject=incident_id, exc=exc)
             why = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"

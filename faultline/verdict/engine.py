@@ -1,14 +1,13 @@
 """One verdict per incident: the sources weighed by the rule table, the report written from what they cite.
 
-`verdict_for(conn, settings, incident_id)` reads the stored ASTRA analysis and network diagnosis
-(`sources.load_inputs`), decides with `rules.decide`, gathers citations (`evidence`) and fixes (`fixes`), and
-returns a `Verdict` with its Markdown report (`report.render`). It writes nothing; `store.save_verdict` does.
+`build(conn, settings, inputs)` takes the stored ASTRA analysis and network diagnosis (`sources.load_inputs`),
+decides with `rules.decide`, gathers citations (`evidence`) and fixes (`fixes`), and returns a `Verdict` with its
+Markdown report (`report.render`). It writes nothing; `store.save_verdict` does. `refine` runs it per round.
 """
 
 from __future__ import annotations
 
 import re
-import time
 
 import duckdb
 
@@ -18,7 +17,7 @@ from faultline.verdict.fixes import DocSection, Precedent, doc_sections, precede
 from faultline.verdict.records import Opinion, Verdict
 from faultline.verdict.report import render
 from faultline.verdict.rules import Decision, decide
-from faultline.verdict.sources import Inputs, load_inputs, opinions
+from faultline.verdict.sources import Inputs, opinions
 
 NO_FIX_YET = "No fix is known yet"
 _LEAD = re.compile(r"^(?:fix(?:ed)?|resolution|workaround)\s*:\s*", re.IGNORECASE)  # a note's own "Fix:" label
@@ -118,6 +117,7 @@ def build(conn: duckdb.DuckDBPyConnection, settings: Settings, inputs: Inputs) -
         name = ", ".join(labels)
         status = "fault"
         root = f"{name} ({_category(labels)}) on {_devices_text(devices, interfaces)}: {_summary(labels[0])}."
+        root += "".join(f" And {lb}: {_summary(lb)}." for lb in labels[1:] if _summary(lb))
         shown = [c for c in claims.of("evidence")]
         if shown:
             root += f" Shown by the {shown[0].citation.source}: {shown[0].text} — \"{shown[0].quote}\"."
@@ -152,11 +152,3 @@ def build(conn: duckdb.DuckDBPyConnection, settings: Settings, inputs: Inputs) -
         astra_analyst=inputs.astra.analyst if inputs.astra else None,
         sade_method=inputs.network.method if inputs.network else None)
     return verdict.model_copy(update={"text": render(verdict)})
-
-
-def verdict_for(conn: duckdb.DuckDBPyConnection, settings: Settings, incident_id: str, *,
-                analyst: str = "deterministic", method: str = "sade") -> tuple[Verdict, float]:
-    """The verdict of one incident from its stored analyses, and the seconds it took."""
-    started = time.perf_counter()
-    verdict = build(conn, settings, load_inputs(conn, incident_id, analyst=analyst, method=method))
-    return verdict, round(time.perf_counter() - started, 3)

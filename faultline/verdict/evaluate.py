@@ -48,6 +48,11 @@ class VerdictScore(BaseModel):
     reference_claims: int
     fix_known: bool
     disagreed: bool
+    checks: int = 0  # follow-ups asked of the network (`faultline.verdict.refine`)
+    checks_confirmed: int = 0
+    first_labels: list[str] | None = None  # round 1 (before the follow-ups), when there were follow-ups
+    first_accuracy: int | None = None
+    first_rca_f1: float | None = None
 
 
 def _sources(verdict: Verdict, inputs: Inputs) -> list[str]:
@@ -111,7 +116,8 @@ def score_verdict(conn: duckdb.DuckDBPyConnection, verdict: Verdict, inputs: Inp
         scenario=scenario, size=size,
         claims=len(verdict.claims), verified_claims=sum(c.status == "VERIFIED" for c in verdict.claims),
         reference_claims=sum(c.status == "REFERENCE" for c in verdict.claims), fix_known=verdict.fix_known,
-        disagreed=bool(verdict.disagreeing))
+        disagreed=bool(verdict.disagreeing), checks=len(verdict.checks),
+        checks_confirmed=sum(k.outcome == "confirmed" for k in verdict.checks))
 
 
 def score_metrics(score: VerdictScore) -> dict[str, float]:
@@ -120,7 +126,9 @@ def score_metrics(score: VerdictScore) -> dict[str, float]:
             "accuracy_ge4": float(score.accuracy >= 4), "confidence": score.confidence,
             "identifiers": float(score.identifiers), "fabricated_identifiers": float(len(score.fabricated)),
             "claims": float(score.claims), "verified_claims": float(score.verified_claims),
-            "reference_claims": float(score.reference_claims), "fix_known": float(score.fix_known), **score.nika}
+            "reference_claims": float(score.reference_claims), "fix_known": float(score.fix_known),
+            "network_checks": float(score.checks), "network_checks_confirmed": float(score.checks_confirmed),
+            **score.nika}
 
 
 def save_scores(conn: duckdb.DuckDBPyConnection, scores: list[VerdictScore], *, run_id: str | None) -> int:
@@ -157,6 +165,7 @@ class Summary(BaseModel):
     rules: dict[str, int]
     disagreements: int
     disagreements_right: int  # of those, verdicts with accuracy >= 3 (faulty) or healthy answered healthy
+    refinement: dict[str, float | int | None] = Field(default_factory=dict)  # round 2 against round 1 (paired)
 
 
 def _share(values: list[bool]) -> float | None:
@@ -185,6 +194,20 @@ def method_figures(conn: duckdb.DuckDBPyConnection, method: str, ids: list[str],
             "fabricated_identifiers": sum(m.get("fabricated_identifiers", 0.0) for m in by.values()) if by else None}
 
 
+def refinement_figures(scores: list[VerdictScore]) -> dict[str, float | int | None]:
+    """The network follow-ups, paired: on the verdicts that asked the network again, round 2 minus round 1 in
+    rubric accuracy and RCA F1, and how many got better, worse or stayed."""
+    asked = [s for s in scores if s.checks and s.first_accuracy is not None]
+    acc = [s.accuracy - s.first_accuracy for s in asked]
+    rca = [s.nika["rca_f1"] - s.first_rca_f1 for s in asked if "rca_f1" in s.nika and s.first_rca_f1 is not None]
+    changed = [s for s in asked if s.first_labels != s.labels]
+    return {"verdicts_checked": len(asked), "checks": sum(s.checks for s in scores),
+            "checks_confirmed": sum(s.checks_confirmed for s in scores), "answers_changed": len(changed),
+            "mean_accuracy_delta": _mean(acc), "mean_rca_f1_delta": _mean(rca),
+            "rca_f1_better": sum(d > 0 for d in rca), "rca_f1_worse": sum(d < 0 for d in rca),
+            "rca_f1_same": sum(d == 0 for d in rca)}
+
+
 def summarise(conn: duckdb.DuckDBPyConnection, scores: list[VerdictScore]) -> Summary:
     """The batch's figures for the verdict, ASTRA alone (method astra) and SADE alone (method sade)."""
     ids = [s.incident_id for s in scores]
@@ -200,4 +223,5 @@ def summarise(conn: duckdb.DuckDBPyConnection, scores: list[VerdictScore]) -> Su
     return Summary(incidents=len(scores), faulty=sum(faulty.values()), healthy=len(scores) - sum(faulty.values()),
                    verdict=verdict, astra=method_figures(conn, "astra", ids, faulty),
                    sade=method_figures(conn, "sade", ids, faulty), rules=rules,
-                   disagreements=sum(s.disagreed for s in scores), disagreements_right=len(right))
+                   disagreements=sum(s.disagreed for s in scores), disagreements_right=len(right),
+                   refinement=refinement_figures(scores))

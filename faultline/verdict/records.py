@@ -53,6 +53,32 @@ class VerdictClaim(_Closed):
     status: Status
 
 
+class VerdictCheck(_Closed):
+    """A follow-up the verdict asked of the network: probe the devices another source points at for its label."""
+
+    label: str
+    source: SourceName  # whose reading was checked (the logs)
+    asked_devices: list[str]
+    checked_devices: list[str] = Field(default_factory=list)
+    outcome: Literal["confirmed", "refuted", "not_checked"]
+    reason: str
+    matched_devices: list[str] = Field(default_factory=list)
+    probes: list[str] = Field(default_factory=list)  # "step N: tool on device, output <digest>"
+    probe_calls: int = 0
+
+
+class VerdictRound(_Closed):
+    """The verdict after one round: round 1 fuses the stored analyses, round 2 adds the network's follow-ups."""
+
+    round: int
+    status: Literal["fault", "healthy", "undetermined"]
+    labels: list[str] = Field(default_factory=list)
+    devices: list[str] = Field(default_factory=list)
+    confidence: float
+    rule: str
+    action: str = ""  # what this round did, in words
+
+
 class Verdict(_Closed):
     """One answer per incident: the fault (or none), where, how sure, and the report that says why."""
 
@@ -79,4 +105,6 @@ class Verdict(_Closed):
     claims: list[VerdictClaim] = Field(default_factory=list)
     astra_analyst: str | None = None
     sade_method: str | None = None
+    checks: list[VerdictCheck] = Field(default_factory=list)  # the round-2 follow-ups on the network
+    rounds: list[VerdictRound] = Field(default_factory=list)
     text: str = ""  # the report as Markdown

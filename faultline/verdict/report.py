@@ -6,7 +6,7 @@ incident (ticket, network, logs) are marked apart from reference material (resol
 
 from __future__ import annotations
 
-from faultline.verdict.records import Verdict, VerdictClaim
+from faultline.verdict.records import Verdict, VerdictCheck, VerdictClaim
 
 REFERENCE_HEADING = ("**Reference (other incidents and documentation; how such a fault is found and fixed, not proof "
                      "that it happened here).**")
@@ -21,6 +21,14 @@ def _cite(c: VerdictClaim) -> str:
 
 def _line(c: VerdictClaim) -> str:
     return f"- {c.text} {_cite(c)}: \"{c.quote}\""
+
+
+def _check_line(k: VerdictCheck) -> str:
+    where = ", ".join(k.checked_devices or k.asked_devices)
+    said = {"confirmed": "the network, asked again, confirms it",
+            "refuted": "the network, asked again, shows no sign of it",
+            "not_checked": "it could not be checked"}[k.outcome]
+    return f"The {k.source} pointed at {k.label} on {where}; {said}: {k.reason}."
 
 
 def headline(v: Verdict) -> str:
@@ -51,6 +59,12 @@ def render(v: Verdict) -> str:
     if v.disagreement:
         lines += ["## When the sources disagreed", "", v.disagreement, ""]
         lines += [_line(c) for c in v.claims if c.section == "disagreement"]
+        lines += [""]
+    if v.checks:
+        lines += ["## Follow-ups on the network", ""]
+        for k in v.checks:
+            lines.append(f"- {_check_line(k)}")
+            lines += [f"  - {p}" for p in k.probes]
         lines += [""]
     lines += ["## Resolution", "", f"**Fix.** {v.fix}", "", f"**Verification.** {v.verification}", ""]
     refs = [c for c in v.claims if c.status == "REFERENCE"]

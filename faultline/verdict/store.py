@@ -1,4 +1,5 @@
-"""Storing verdicts: `verdicts` (one row per incident) and `verdict_claims` (its statements), replaced together."""
+"""Storing verdicts: `verdicts` (one row per incident), `verdict_claims` (its statements) and `verdict_checks`
+(its follow-ups on the network), replaced together."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import duckdb
 
 from faultline.verdict.records import Verdict
 
-DELETE_SQL = ("DELETE FROM verdicts WHERE incident_id = ?", "DELETE FROM verdict_claims WHERE incident_id = ?")
+DELETE_SQL = ("DELETE FROM verdicts WHERE incident_id = ?", "DELETE FROM verdict_claims WHERE incident_id = ?",
+              "DELETE FROM verdict_checks WHERE incident_id = ?")
 INSERT_VERDICT_SQL = """
 INSERT INTO verdicts (incident_id, run_id, status, labels, category, devices, interfaces, confidence, rule,
                       sources_used, agreeing, disagreeing, without_network, fix_known, symptom, root_cause, fix,
@@ -21,6 +23,11 @@ INSERT_CLAIM_SQL = """
 INSERT INTO verdict_claims (incident_id, seq, section, text, quote, source, ref, device, detail, status, run_id,
                             created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+INSERT_CHECK_SQL = """
+INSERT INTO verdict_checks (incident_id, seq, label, source, asked_devices, checked_devices, outcome, reason,
+                            matched_devices, probes, probe_calls, first_labels, run_id, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 SELECT_SQL = "SELECT verdict FROM verdicts WHERE incident_id = ?"
 
@@ -42,6 +49,11 @@ def save_verdict(conn: duckdb.DuckDBPyConnection, verdict: Verdict, *, run_id: s
             conn.execute(INSERT_CLAIM_SQL, [v.incident_id, c.seq, c.section, c.text, c.quote, c.citation.source,
                                             c.citation.ref, c.citation.device, c.citation.detail, c.status, run_id,
                                             now])
+        first = v.rounds[0].labels if v.rounds else v.labels
+        for seq, k in enumerate(v.checks, start=1):
+            conn.execute(INSERT_CHECK_SQL, [v.incident_id, seq, k.label, k.source, k.asked_devices, k.checked_devices,
+                                            k.outcome, k.reason, k.matched_devices, k.probes, k.probe_calls, first,
+                                            run_id, now])
         conn.execute("COMMIT")
     except Exception:
         conn.execute("ROLLBACK")

@@ -1,0 +1,100 @@
+"""A targeted second look: does the network show the fault another source names, on the devices it names?
+
+The verdict (`faultline.verdict.refine`) asks this when the device logs point at a fault the network
+diagnosis did not name — typically a second fault the first one hid, or a log reading the network will
+refute. The check runs every probe of the skills that can name the label (their `probes` in
+`prompts/skills/*/fingerprints.yml`), but only on the named devices that exist in the network, then runs the
+ordinary matcher over what it saw. The label counts as *confirmed* only when a fingerprint of exactly that
+label matches (residual fallback fingerprints never confirm: they need a device examined in every phase);
+otherwise it is *refuted*, with the probes that were asked. Nothing here knows how a fault was caused.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from faultline.sade.backend import Backend
+from faultline.sade.records import Flag, Step
+
+MAX_DEVICES = 4  # a lead names a few devices; a fleet-wide log reading is not a target list
+
+Outcome = Literal["confirmed", "refuted", "not_checked"]
+
+
+class CrossCheck(BaseModel):
+    """One targeted check: what was asked, on which devices, what the network answered."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str
+    asked_devices: list[str]
+    checked_devices: list[str] = Field(default_factory=list)
+    outcome: Outcome
+    reason: str
+    matched_devices: list[str] = Field(default_factory=list)
+    resources: list[str] = Field(default_factory=list)  # NIKA v2 resource ids of the confirming match
+    flags: list[Flag] = Field(default_factory=list)
+    steps: list[Step] = Field(default_factory=list)
+
+    @property
+    def probe_calls(self) -> int:
+        return sum(s.probe_calls for s in self.steps)
+
+
+def _skills_for(label: str) -> list:
+    from faultline.sade.skills import load_skills
+
+    return [sk for sk in load_skills() if label in sk.labels]
+
+
+def cross_check(backend: Backend, *, label: str, devices: list[str], why: str = "") -> CrossCheck:
+    """Probe `devices` for `label` with its skills' checks (see the module docstring); never raises on a
+    device or label the network does not know: that is a `not_checked` result with the reason."""
+    from faultline.sade.matcher import match
+    from faultline.sade.scans import CHECKS_BY_NAME
+    from faultline.sade.session import Session
+
+    asked = list(dict.fromkeys(devices))
+    skills = _skills_for(label)
+    if not skills:
+        return CrossCheck(label=label, asked_devices=asked, outcome="not_checked",
+                          reason=f"no skill of the library can name {label}")
+    s = Session(backend)
+    known = {d.name: d.role for d in s.devices()}
+    present = [d for d in asked if d in known]
+    if not present:
+        return CrossCheck(label=label, asked_devices=asked, outcome="not_checked",
+                          reason="none of the devices named is in this network")
+    if len(present) > MAX_DEVICES:
+        return CrossCheck(label=label, asked_devices=asked, outcome="not_checked",
+                          reason=f"{len(present)} devices named: too many for a targeted check")
+    checks = list(dict.fromkeys(p.check for sk in skills for p in sk.probes))
+    for check in checks:
+        phase, func = CHECKS_BY_NAME[check]
+        s.phase = phase
+        for name in present:
+            before = len(s.steps)
+            func(s, s.device(name))
+            for step in s.steps[before:]:
+                step.note = f"cross-check {label} on {name}{f' ({why})' if why else ''}: {check}"
+    found = [m for m in match(s.flags, roles=known) if m.label == label and not m.fallback]
+    tried = ", ".join(checks)
+    if found:
+        devices_found = list(dict.fromkeys(d for m in found for d in m.devices))
+        resources = list(dict.fromkeys(r for m in found for r in m.resources))
+        evidence = next((e for m in found for e in m.evidence), "")
+        return CrossCheck(label=label, asked_devices=asked, checked_devices=present, outcome="confirmed",
+                          reason=f"{found[0].family}/{found[0].fingerprint} matched on {', '.join(devices_found)}"
+                                 f" ({tried}): {evidence}",
+                          matched_devices=devices_found, resources=resources, flags=list(s.flags),
+                          steps=list(s.steps))
+    seen = "; ".join(sorted({f"{f.kind} on {f.device}" for f in s.flags if f.device})) or "no anomaly"
+    return CrossCheck(label=label, asked_devices=asked, checked_devices=present, outcome="refuted",
+                      reason=f"no fingerprint of {label} matched after {tried} on {', '.join(present)} "
+                             f"(the probes saw: {seen})",
+                      flags=list(s.flags), steps=list(s.steps))
+
+
+__all__ = ["CrossCheck", "cross_check"]
