@@ -20,7 +20,9 @@ against ``ground_truth`` (the benchmark may read the truth; the judge never does
 reports again with the current deterministic judge (no new analysis: quick calibration; a round is
 judged with the agents' final outputs, the only ones stored, and the claims up to that round).
 ``--llm-judge MODEL`` scores the stored reports with the LLM judge (prompt ``judge/judge``) through
-the gateway and reports the same figures for it; no refinement is driven by it.
+the gateway and reports the same figures for it; no refinement is driven by it. ``scripted:lenient`` and
+``scripted:label-reader`` are scripted stand-ins (`faultline.llm.fake`, through litellm like a real model):
+one calls every report good, one reads only whether the report names a label and a fix.
 
     .venv/bin/python bench/judge.py [--corpus DIR] [--warehouse FILE] [--rounds N] [--reuse] [--rejudge]
                                     [--llm-judge MODEL] [--json]
@@ -182,9 +184,46 @@ def rejudge(conn: duckdb.DuckDBPyConnection, judge: Judge) -> dict[tuple[str, in
     return scores
 
 
+def _reply(scores: dict[str, int], why: str) -> str:
+    from faultline.astra.judge import CRITERIA
+
+    return json.dumps({"scores": [{"criterion": c, "score": scores.get(c, 4), "reason": why} for c in CRITERIA]})
+
+
+def _label_reader(messages: list[dict[str, Any]]) -> str:
+    """Reads only the report at the end of the prompt: a named label and a fix that is not "no fix" score high."""
+    report = str(messages[-1].get("content", "")).rsplit("REPORT", 1)[-1]
+    named = "- Label: " in report
+    no_fix = "no fix is supported" in report.lower() or "no fix is known" in report.lower()
+    return _reply({"root_cause_identification": 4 if named else 2, "resolution_specificity": 2 if no_fix else 4,
+                   "coverage": 3 if no_fix or not named else 4}, "scripted label reader")
+
+
+# Scripted stand-ins for a model (faultline.llm.fake, through litellm and the gateway like a real one): they
+# measure the LLM-judge path and show what the benchmark says of such judges; they are not models.
+SCRIPTED_JUDGES: dict[str, Callable[[list[dict[str, Any]]], str]] = {
+    "lenient": lambda _messages: _reply({}, "looks complete"),  # every report "good": the failure to catch
+    "label-reader": _label_reader,
+}
+
+
+def judge_model(name: str) -> str:
+    """The litellm model for `--llm-judge`: ``scripted:<name>`` installs one of `SCRIPTED_JUDGES`."""
+    if not name.startswith("scripted:"):
+        return name
+    from faultline.llm.fake import install
+
+    key = name.split(":", 1)[1]
+    if key not in SCRIPTED_JUDGES:
+        raise SystemExit(f"unknown scripted judge {key!r}: use one of {', '.join(SCRIPTED_JUDGES)}")
+    return install(f"judge-{key}", [SCRIPTED_JUDGES[key]], repeat_last=True).model
+
+
 def llm_judge(settings: Settings, conn: duckdb.DuckDBPyConnection, model: str) -> Judge:
-    """The LLM judge as a `rejudge` callable."""
+    """The LLM judge as a `rejudge` callable (`model` may be ``scripted:<name>``, see `judge_model`)."""
     from faultline.astra.judge import judge_llm
+
+    model = judge_model(model)
 
     def score(incident: Any, outputs: Any, claims: Any, evidence: Any, report: Any) -> list[JudgeScore]:
         return judge_llm(incident, outputs, claims, evidence, report, settings=settings, conn=conn, model=model)
@@ -252,7 +291,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reuse", action="store_true", help="measure the warehouse's stored rounds, no analysis")
     parser.add_argument("--rejudge", action="store_true",
                         help="also score the stored reports with the current deterministic judge")
-    parser.add_argument("--llm-judge", metavar="MODEL", help="also score the stored reports with this LLM judge")
+    parser.add_argument("--llm-judge", metavar="MODEL",
+                        help="also score the stored reports with this LLM judge (a litellm model, or scripted:lenient "
+                             "/ scripted:label-reader)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     if args.reuse and not (args.warehouse and args.warehouse.is_file()):

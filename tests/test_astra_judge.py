@@ -158,3 +158,38 @@ def test_paired_delta_compares_each_revised_round_with_the_next():
     delta = paired_delta(rows)
     assert (delta["pairs"], delta["improved"], delta["worse"], delta["same"]) == (3, 1, 1, 1)
     assert delta["mean"] == pytest.approx((3 - 1 + 0) / 3)
+
+
+@pytest.mark.parametrize("scripted, separates", [("lenient", False), ("label-reader", True)])
+def test_the_llm_judge_is_measured_through_the_model_path_and_a_lenient_one_is_caught(tmp_path, scripted, separates):
+    from bench.judge import figures, judge_model
+    from faultline import db
+    from faultline.config import Settings
+    from faultline.llm.fake import uninstall
+
+    settings = Settings(duckdb_path=tmp_path / "fl.duckdb", lancedb_dir=tmp_path / "lancedb", progress=False)
+    conn = db.connect(settings.duckdb_path)
+    model = judge_model(f"scripted:{scripted}")
+    try:
+        right = _report()
+        wrong, claims, evidence = _wrong_report()
+        means = {}
+        for name, report, (c, e), outputs in (("right", right, _coherent_claims(), _outputs()),
+                                              ("wrong", wrong, (claims, evidence), _wrong_outputs())):
+            scored = judge.judge_llm(cases.incident(), outputs, c, e, report, settings=settings, conn=conn,
+                                     model=model)
+            assert [s.judge for s in scored] == [f"llm:{model}"] * 5
+            means[name] = mean(s.score for s in scored)
+        calls = conn.execute("SELECT count(*), count(DISTINCT model) FROM llm_calls WHERE stage = 'astra.judge'"
+                             ).fetchall()[0]
+    finally:
+        uninstall(model.split("/", 1)[1])
+        conn.close()
+    assert calls == (2, 1)  # both went through the gateway and were logged
+    rows = [RoundRow("a", 1, True, 5, means["right"], {}, False, True),
+            RoundRow("b", 1, True, 1, means["wrong"], {}, False, True)]
+    final = figures(rows)["final"]
+    if separates:
+        assert final["auroc"] == 1.0 and final["share_wrong_scored_high"] == 0.0
+    else:  # every report "good": the benchmark says it cannot tell right from wrong
+        assert final["auroc"] == 0.5 and final["share_wrong_scored_high"] == 1.0
