@@ -67,6 +67,31 @@ def suites_command() -> None:
     print_table(["suite", "incidents", "healthy", "historical"], rows, title="built-in suites")
 
 
+@app.command("check")
+def check_command(
+    suite: str = typer.Argument(..., help="A suite YAML file or a built-in suite name."),
+    as_json: bool = typer.Option(False, "--json", help="Print the plan and the problems as JSON."),
+) -> None:
+    """Check a suite without a lab: labels, scenarios, sizes, targets and where each label applies; prints what
+    each incident would inject (the seeded targets included). Exit 1 when anything would be refused."""
+    from faultline.corpus.check import check_suite
+    from faultline.corpus.spec import load_suite
+
+    result = check_suite(load_suite(suite))
+    if as_json:
+        print_json(result.model_dump(mode="json") | {"ok": result.ok})
+    else:
+        rows = [(i.incident_id, f"{i.scenario}/{i.size}", i.seed, "healthy" if i.healthy else "; ".join(
+            f"{f.label} on {f.target or '?'}{'' if f.given else ' (seeded)'}" for f in i.faults))
+            for i in result.incidents]
+        print_table(["incident", "scenario/size", "seed", "faults"], rows, title=f"suite {result.suite}")
+        for p in result.problems:
+            typer.echo(f"PROBLEM {p.incident_id} {p.field}: {p.message}" + (f" (fix: {p.fix})" if p.fix else ""))
+        typer.echo(f"{len(result.incidents)} incidents, {len(result.problems)} problem(s)")
+    if not result.ok:
+        raise typer.Exit(1)
+
+
 @app.command("replay")
 def replay_command(
     snapshot_file: Path = typer.Argument(..., help="A snapshot.json.gz or baseline.json.gz."),

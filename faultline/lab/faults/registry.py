@@ -108,6 +108,16 @@ def choose_target(state: LabState, label: str, seed: int | None = None) -> str:
     return fault_class(label)().pick_target(state, lab_topology(state), None, _rng(label, seed))
 
 
+def plan_target(scenario: str, size: str, label: str, target: str | None = None, seed: int | None = None) -> str:
+    """The device `inject` would use in a fresh lab of (scenario, size), decided without a lab: the target given
+    (checked) or the seeded draw; FaultError when the label does not apply there or cannot target it."""
+    from faultline.lab.scenarios import build_topology
+    from faultline.lab.state import LabState
+
+    state = LabState(scenario=scenario, size=size, run_dir="", started_at="", status="healthy")
+    return fault_class(label)().pick_target(state, build_topology(scenario, size), target, _rng(label, seed))
+
+
 def _rng(label: str, seed: int | None) -> random.Random:
     # one stream per (label, seed): the same seed gives the same target and choices on any machine
     return random.Random(f"{label}:{0 if seed is None else seed}")

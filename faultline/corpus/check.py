@@ -1,0 +1,91 @@
+"""`faultline corpus check SUITE`: what a suite would build, decided without a lab (no root, seconds).
+
+Every incident is planned the way `corpus generate` would inject it: each fault's label must be implemented
+and apply to the incident's scenario and size (its protocol runs there, a device of its roles exists), and its
+target is the one given (checked against the devices the label can target) or the seeded draw generation
+would make (seed `incident seed * 100 + fault position`). A problem is a row naming the incident, the field
+and the fix; the plan lists the target of every fault, so a suite can be reviewed before an hour of lab time.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from faultline.corpus.spec import Suite
+
+
+class PlannedFault(BaseModel):
+    """One fault as generation would inject it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str
+    target: str | None = None  # None when it cannot be planned (see the problems)
+    given: bool = False  # the suite named the target (else the seeded draw)
+
+
+class PlannedIncident(BaseModel):
+    """One incident of the suite: where it runs and what it injects."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    incident_id: str
+    scenario: str
+    size: str
+    seed: int
+    healthy: bool
+    faults: list[PlannedFault] = Field(default_factory=list)
+
+
+class Problem(BaseModel):
+    """Something generation would refuse, with the suite field it comes from and the fix."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    incident_id: str
+    field: str  # e.g. incidents.3.faults.0.target
+    message: str
+    fix: str = ""
+
+
+class SuiteCheck(BaseModel):
+    """The plan of a suite and everything wrong with it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite: str
+    incidents: list[PlannedIncident]
+    problems: list[Problem]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_suite(suite: Suite) -> SuiteCheck:
+    """Plan every incident of an already loaded suite (names checked by `load_suite`); see the module docstring."""
+    from faultline.lab.faults import FaultError, plan_target
+
+    planned, problems = [], []
+    for n, (incident_id, spec) in enumerate(zip(suite.incident_ids(), suite.incidents)):
+        faults: list[PlannedFault] = []
+        for k, fault in enumerate(spec.faults):
+            where = f"incidents.{n}.faults.{k}"
+            try:
+                target = plan_target(spec.scenario, spec.size, fault.label, fault.target, seed=spec.seed * 100 + k)
+            except FaultError as exc:
+                field = f"{where}.target" if fault.target and "cannot target" in exc.message else f"{where}.label"
+                problems.append(Problem(incident_id=incident_id, field=field, message=exc.message, fix=exc.fix or ""))
+                target = None
+            faults.append(PlannedFault(label=fault.label, target=target, given=fault.target is not None))
+        pairs = [(f.label, f.target) for f in faults if f.target]
+        for label, target in sorted({p for p in pairs if pairs.count(p) > 1}):
+            problems.append(Problem(incident_id=incident_id, field=f"incidents.{n}.faults",
+                                    message=f"{label} on {target} twice: the second injection has nothing to do",
+                                    fix="give the second fault another target or another label"))
+        planned.append(PlannedIncident(incident_id=incident_id, scenario=spec.scenario, size=spec.size,
+                                       seed=spec.seed, healthy=spec.healthy, faults=faults))
+    return SuiteCheck(suite=suite.suite, incidents=planned, problems=problems)
+
+
+__all__ = ["PlannedFault", "PlannedIncident", "Problem", "SuiteCheck", "check_suite"]

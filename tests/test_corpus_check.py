@@ -1,0 +1,49 @@
+"""`faultline corpus check`: a suite planned without a lab, the way generation would inject it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "sample"
+
+
+@pytest.mark.parametrize("suite", ["sample_backlog", "sample_history"])
+def test_the_plan_names_the_targets_the_lab_really_used(suite):
+    from faultline.corpus.check import check_suite
+    from faultline.corpus.spec import load_suite
+
+    result = check_suite(load_suite(suite))
+    assert result.ok, result.problems
+    folder = SAMPLE / ("backlog" if suite == "sample_backlog" else "history")
+    compared = 0
+    for incident in result.incidents:
+        truth_file = folder / incident.incident_id / "ground_truth.json"
+        if incident.healthy or not truth_file.is_file():
+            continue  # an invalid incident of the sample has no truth
+        injected = [(f["v1"]["root_cause_name"], f["target"]) for f in json.loads(truth_file.read_text())["faults"]]
+        assert [(f.label, f.target) for f in incident.faults] == injected, incident.incident_id
+        compared += 1
+    assert compared >= 40
+
+
+def test_every_problem_of_a_suite_is_listed_with_its_field_and_fix(tmp_path, run_cli, capsys):
+    bad = tmp_path / "bad.yml"
+    bad.write_text("suite: bad\nincidents:\n"
+                   "  - {scenario: simple_bgp, seed: 1, faults: [{label: ospf_acl_block}]}\n"
+                   "  - {scenario: simple_bgp, seed: 2, faults: [{label: frr_service_down, target: pc1}]}\n"
+                   "  - {scenario: simple_bgp, seed: 3, faults: [{label: link_down, target: pc1},"
+                   " {label: link_down, target: pc1}]}\n"
+                   "  - {scenario: simple_bgp, seed: 4, faults: [{label: link_down, target: pc2}]}\n")
+    run_cli("corpus", "check", str(bad), "--json", expect_exit=1)
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] is False
+    problems = {(p["incident_id"], p["field"]): p for p in out["problems"]}
+    assert set(problems) == {("bad-001", "incidents.0.faults.0.label"), ("bad-002", "incidents.1.faults.0.target"),
+                             ("bad-003", "incidents.2.faults")}
+    assert "needs an OSPF lab" in problems[("bad-001", "incidents.0.faults.0.label")]["message"]
+    assert "router1" in problems[("bad-002", "incidents.1.faults.0.target")]["fix"]  # where it could go instead
+    assert out["incidents"][3]["faults"] == [{"label": "link_down", "target": "pc2", "given": True}]
