@@ -37,7 +37,8 @@ def _figures(scores: list) -> dict:
     faulty = [s for s in scores if s.is_faulty]
     return {"share_accuracy_ge3": _share([s.accuracy >= 3 for s in faulty]),
             "rca_f1": round(mean(max(s.nika.get("rca_f1", 0.0), 0.0) for s in faulty), 4) if faulty else None,
-            "healthy_answered_healthy": _share([s.accuracy >= 5 for s in scores if not s.is_faulty])}
+            "healthy_answered_healthy": _share([s.accuracy >= 5 for s in scores if not s.is_faulty]),
+            "fabricated_identifiers": sum(len(s.fabricated) for s in scores)}
 
 
 def run(warehouse: Path) -> dict:

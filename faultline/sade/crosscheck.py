@@ -80,7 +80,7 @@ def cross_check(backend: Backend, *, label: str, devices: list[str], why: str = 
             for step in s.steps[before:]:
                 step.note = f"cross-check {label} on {name}{f' ({why})' if why else ''}: {check}"
     found = [m for m in match(s.flags, roles=known) if m.label == label and not m.fallback]
-    tried = ", ".join(checks)
+    tried = ", ".join(c.replace("_", " ") for c in checks) + " checks"  # words, not identifiers
     if found:
         devices_found = list(dict.fromkeys(d for m in found for d in m.devices))
         resources = list(dict.fromkeys(r for m in found for r in m.resources))

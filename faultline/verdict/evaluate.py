@@ -67,6 +67,7 @@ def _sources(verdict: Verdict, inputs: Inputs) -> list[str]:
         if net.v1 is not None:
             texts.append(" ".join(net.v1.faulty_devices + net.v1.root_cause_name))
     texts += [f"{c.quote} {c.citation.ref} {c.citation.device or ''} {c.citation.detail}" for c in verdict.claims]
+    texts += [probe for k in verdict.checks for probe in k.probes]  # the follow-ups' own probe steps
     texts += [o.note for o in verdict.opinions] + [taxonomy()[lb].summary for lb in verdict.labels if lb in taxonomy()]
     return texts
 
