@@ -38,6 +38,7 @@ CASES = [
     ("history/sample-history-043", "healthy"),
     ("backlog/sample-backlog-052", "healthy"),
     ("backlog/sample-backlog-046", "multi"),  # icmp_acl_block + host_incorrect_gateway
+    ("backlog/sample-backlog-043", "multi"),  # link_down hides dns_service_down: found by the second look
 ]
 
 
@@ -68,8 +69,12 @@ def test_symptom_first_looks_at_the_isolated_device_and_stops_at_the_fingerprint
     folder = SAMPLE / "history/sample-history-020"  # host_incorrect_ip: one host isolated
     diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
     assert diag.steps[0].tool == "reachability" and diag.steps[0].phase == "initial"
-    assert [(s.tool, s.args.get("dev")) for s in diag.steps[1:]] == [("ip_addr", "host_2")]
+    assert [(s.tool, s.args.get("dev")) for s in diag.steps[1:2]] == [("ip_addr", "host_2")]
     assert "triage host_isolated" in diag.steps[1].note and diag.steps[1].flags == ["ip_wrong"]
+    # then at most the second look: up to two service requests from a user the answer leaves untouched
+    rest = diag.steps[2:]
+    assert [s.tool for s in rest] == ["http_get"] * len(rest) and len(rest) <= 2
+    assert all(s.note == "second look: service canary" and s.args["src"] != "host_2" and not s.flags for s in rest)
 
 
 def test_a_lead_goes_to_the_owning_skill_families_in_index_order() -> None:

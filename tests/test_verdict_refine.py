@@ -1,9 +1,10 @@
 """Refinement that can change the verdict: the network is asked again about what the logs point at.
 
 Everything runs on recorded lab snapshots of the sample backlog (no root, no lab) and a real DuckDB warehouse:
-sample-backlog-043 has two faults (link_down on host_1_1_1_1 and dns_service_down on dns_server); the network
-diagnosis names the first, the DNS server's log names the second. sample-backlog-014's logs read
-dns_service_down where the network shows a wrong DNS record.
+sample-backlog-045 has two faults (http_acl_block on host_1_1_1_1 and dhcp_service_down on dhcp_server); the
+network diagnosis names the first, the DHCP server's log names the second. sample-backlog-043 (link_down and
+dns_service_down) is the cross-check's own case. sample-backlog-014's logs read dns_service_down where the
+network shows a wrong DNS record.
 """
 
 from __future__ import annotations
@@ -92,25 +93,26 @@ def test_a_second_fault_the_network_confirms_joins_the_verdict_with_its_probe_ci
     from faultline.verdict.store import load_verdict, save_verdict
 
     conn, settings = warehouse
-    inputs = _inputs(conn, "sample-backlog-043", "dns_service_down", ["dns_server"])
-    final, first = refine(conn, settings, inputs, _checker("sample-backlog-043"))
-    assert first.labels == ["link_down"] and first.disagreeing == ["logs"]
-    assert final.labels == ["link_down", "dns_service_down"]
-    assert set(final.devices) == {"host_1_1_1_1", "dns_server"} and "logs" in final.agreeing
-    assert [(r.round, r.labels) for r in final.rounds] == [(1, ["link_down"]), (2, ["link_down", "dns_service_down"])]
+    inputs = _inputs(conn, "sample-backlog-045", "dhcp_service_down", ["dhcp_server"])
+    final, first = refine(conn, settings, inputs, _checker("sample-backlog-045"))
+    assert first.labels == ["http_acl_block"] and first.disagreeing == ["logs"]
+    assert final.labels == ["http_acl_block", "dhcp_service_down"]
+    assert set(final.devices) == {"host_1_1_1_1", "dhcp_server"} and "logs" in final.agreeing
+    assert [(r.round, r.labels) for r in final.rounds] == [(1, ["http_acl_block"]),
+                                                         (2, ["http_acl_block", "dhcp_service_down"])]
     (check,) = final.checks
     assert check.outcome == "confirmed" and check.source == "logs" and check.probes
     # the new statement cites the check's own probe step, numbered after the diagnosis's steps
-    cited = [c for c in final.claims if c.citation.source == "network" and c.citation.device == "dns_server"]
+    cited = [c for c in final.claims if c.citation.source == "network" and c.citation.device == "dhcp_server"]
     assert cited and "dnsmasq" in cited[0].quote
     first_new = len(inputs.network.steps) + 1
     assert any(f"step {n}:" in cited[0].citation.ref for n in range(first_new, first_new + 5))
     assert "## Follow-ups on the network" in final.text and "confirms it" in final.text
     save_verdict(conn, final, run_id="test")
-    assert load_verdict(conn, "sample-backlog-043").checks == final.checks
+    assert load_verdict(conn, "sample-backlog-045").checks == final.checks
     row = conn.execute("SELECT label, outcome, matched_devices, first_labels, probe_calls FROM verdict_checks "
-                       "WHERE incident_id = 'sample-backlog-043'").fetchall()
-    assert row == [("dns_service_down", "confirmed", ["dns_server"], ["link_down"], check.probe_calls)]
+                       "WHERE incident_id = 'sample-backlog-045'").fetchall()
+    assert row == [("dhcp_service_down", "confirmed", ["dhcp_server"], ["http_acl_block"], check.probe_calls)]
 
 
 def test_a_refuted_reading_leaves_the_answer_and_says_what_the_probes_saw(warehouse):
@@ -134,5 +136,5 @@ def test_nothing_is_asked_when_the_logs_agree_or_there_is_no_way_to_reach_the_ne
     agreeing = _inputs(conn, "sample-backlog-014", "dns_record_error", ["dns_server"])
     final, _first = refine(conn, settings, agreeing, checker)
     assert checker.asked == [] and final.checks == [] and [r.round for r in final.rounds] == [1]
-    alone, _ = refine(conn, settings, _inputs(conn, "sample-backlog-043", "dns_service_down", ["dns_server"]), None)
-    assert alone.labels == ["link_down"] and alone.checks == []
+    alone, _ = refine(conn, settings, _inputs(conn, "sample-backlog-045", "dhcp_service_down", ["dhcp_server"]), None)
+    assert alone.labels == ["http_acl_block"] and alone.checks == []

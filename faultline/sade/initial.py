@@ -113,13 +113,27 @@ def _unstable(s: Session, rows: list, partial: Counter[str]) -> dict[str, int]:
     return dict(score)
 
 
-def _canary(s: Session, sym: Symptoms) -> None:
-    urls = s.backend.urls[:MAX_CANARY_URLS]
-    src = _user_position(s)
+def service_canary(s: Session, avoid: set[str], limit: int = MAX_CANARY_URLS,
+                   note: str = "service canary") -> Symptoms:
+    """The service canary from the first user position not in `avoid` (devices an answer already explains):
+    what a user whose own network works sees of the services. Empty when there is no such position."""
+    from faultline.network.snapshot import client_positions
+
+    sym = Symptoms()
+    names = [n for n in client_positions(s.devices()) if n not in avoid]
+    if names:
+        _canary(s, sym, s.device(names[0]), limit, note)
+    return sym
+
+
+def _canary(s: Session, sym: Symptoms, src: Device | None = None, limit: int = MAX_CANARY_URLS,
+            note: str = "service canary") -> None:
+    urls = s.backend.urls[:limit]
+    src = src or _user_position(s)
     if not urls or src is None:
         return
     for url in urls:
-        out = s.probe("http_get", src=src.name, url=url, note="service canary")
+        out = s.probe("http_get", src=src.name, url=url, note=note)
         if out is None:
             continue
         rec = out.record

@@ -7,13 +7,15 @@ gives the skill families to try; each skill runs its own probes on the devices t
 the matcher runs after every new observation, and the answer is submitted as soon as the matches
 explain every lead symptom (stop-and-submit). A flag another family owns the evidence for redirects
 to that family first (the index's rules). Leads that match nothing fall back to the deep scan.
-Flat: the initial scan, every check on every device, one match at the end.
+After a submit on reachability symptoms, a second look (the service canary from a user the answer leaves
+untouched) looks for a fault the first one hides. Flat: the initial scan, every check on every device, one
+match at the end.
 """
 
 from __future__ import annotations
 
 from faultline.sade.index import LeadSymptom, classify, families_for, redirects, targets
-from faultline.sade.initial import initial_scan
+from faultline.sade.initial import Symptoms, initial_scan, service_canary
 from faultline.sade.matcher import Match, match
 from faultline.sade.scans import CHECKS_BY_NAME, PHASE_SCANS
 from faultline.sade.scans.common import behind
@@ -135,8 +137,37 @@ def _triage(s: Session, leads: list[LeadSymptom], roles: dict[str, str], tried: 
     return []
 
 
+SECOND_LOOK_URLS = 2  # the canary of the second look: a cheap question, not a sweep
+
+
+def _second_look(s: Session, sym: Symptoms, found: list[Match], roles: dict[str, str],
+                 tried: set[str]) -> list[Match]:
+    """After stop-and-submit on reachability symptoms: does the answer predict what a user it does not explain
+    sees of the services? The canary (skipped by the initial scan when pairs failed) runs from a position the
+    answer leaves untouched; a service failure whose owner the answer does not name is a lead of its own, and a
+    fault found for it in another place is submitted too (one fault can hide another's symptom)."""
+    if not sym.failing or not any(not m.fallback for m in found):
+        return found
+    named = {d for m in found for d in m.devices}
+    isolated = {f.device for f in s.flags if f.kind == "isolated" and f.device}
+    seen = service_canary(s, named | isolated | behind(s, {d for d in named if roles.get(d) in INFRA_ROLES}),
+                          limit=SECOND_LOOK_URLS, note="second look: service canary")
+    if not seen.services or set(seen.leads) & named:
+        return found
+    leads = [x for x in classify(s, seen) if x.kind in SERVICE_KINDS and x.lead not in named]
+    extra: list[Match] = []
+    for lead in leads:
+        more = _skill_search(s, lead, leads, roles, tried)
+        extra += [m for m in more if not m.fallback and m.label not in {f.label for f in found}
+                  and not set(m.devices) & named and m not in extra]
+        if extra:
+            break
+    return found + extra
+
+
 def deterministic(s: Session) -> list[Match]:
-    """Algorithm 1 with stop-and-submit; the matches to submit (empty = healthy)."""
+    """Algorithm 1 with stop-and-submit, then a second look for a fault the first one hides; the matches to
+    submit (empty = healthy)."""
     roles = _roles(s)
     sym = initial_scan(s)
     leads = classify(s, sym)
@@ -147,7 +178,7 @@ def deterministic(s: Session) -> list[Match]:
             break
         found = _skill_search(s, lead, leads, roles, tried)
     if any(not m.fallback for m in found):
-        return found
+        return _second_look(s, sym, found, roles, tried)
     swept = _sweep(s, roles)  # nothing but a residual explanation: look everywhere before settling for it
     return swept if any(not m.fallback for m in swept) else found or swept
 
