@@ -47,3 +47,12 @@ def test_every_problem_of_a_suite_is_listed_with_its_field_and_fix(tmp_path, run
     assert "needs an OSPF lab" in problems[("bad-001", "incidents.0.faults.0.label")]["message"]
     assert "router1" in problems[("bad-002", "incidents.1.faults.0.target")]["fix"]  # where it could go instead
     assert out["incidents"][3]["faults"] == [{"label": "link_down", "target": "pc2", "given": True}]
+
+
+def test_every_built_in_suite_plans_without_a_problem():
+    from faultline.corpus.check import check_suite
+    from faultline.corpus.spec import load_suite, suite_names
+
+    for name in suite_names():
+        result = check_suite(load_suite(name))
+        assert result.ok, (name, result.problems)

@@ -158,3 +158,24 @@ def test_eval_sade_scores_a_corpus_per_label_and_size_from_the_cli(run_cli, caps
 def test_eval_sade_names_a_missing_corpus_and_the_fix(run_cli, capsys) -> None:
     run_cli("eval", "sade", "--corpus", "/nonexistent/corpus", expect_exit=2)
     assert "no such corpus folder" in capsys.readouterr().err
+
+
+def test_an_isolated_host_is_not_explained_by_one_named_peer_alone() -> None:
+    from faultline.sade.index import LeadSymptom
+    from faultline.sade.matcher import Match
+    from faultline.sade.policy import explains
+    from faultline.sade.session import Session
+
+    s = Session(snapshot_backend(SAMPLE / "backlog/sample-backlog-043" / "snapshot.json.gz"))
+    hosts = [d.name for d in s.devices("host", "web")][:3]
+    assert len(hosts) == 3
+    lead = LeadSymptom("host_isolated", hosts[0], peers=hosts[1:3])
+
+    def named(*devices: str) -> list[Match]:
+        return [Match(family="host-ip", fingerprint="x", label="host_incorrect_ip", device=devices[0],
+                      devices=list(devices), resources=[f"node/{devices[0]}"], priority=50)]
+
+    # two hosts can each have a fault: naming one of the devices it fails with leaves it unexplained
+    assert not explains(named(hosts[1]), [lead], s, {"dhcp"})
+    assert explains(named(hosts[1], hosts[2]), [lead], s, {"dhcp"})  # it fails only with named devices
+    assert explains(named(hosts[0]), [lead], s, {"dhcp"})

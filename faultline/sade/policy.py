@@ -7,8 +7,8 @@ gives the skill families to try; each skill runs its own probes on the devices t
 the matcher runs after every new observation, and the answer is submitted as soon as the matches
 explain every lead symptom (stop-and-submit). A flag another family owns the evidence for redirects
 to that family first (the index's rules). Leads that match nothing fall back to the deep scan.
-After a submit on reachability symptoms, a second look (the service canary from a user the answer leaves
-untouched) looks for a fault the first one hides. Flat: the initial scan, every check on every device, one
+After a submit on reachability symptoms, a second look (the isolated devices explained only through their
+peers, then the service canary from a user the answer leaves untouched) looks for a fault the first one hides. Flat: the initial scan, every check on every device, one
 match at the end.
 """
 
@@ -46,7 +46,11 @@ def explains(matches: list[Match], leads: list[LeadSymptom], s: Session, tried: 
         if lead.kind in SERVICE_KINDS:
             if not (service or upstream or lead.lead in named):
                 return False
-        elif lead.lead in named or set(lead.peers) & named:
+        elif lead.lead in named:
+            continue
+        elif lead.kind == "host_isolated" and lead.peers and set(lead.peers) <= named:
+            continue  # it fails only with devices the answer names
+        elif lead.kind != "host_isolated" and set(lead.peers) & named:
             continue
         elif lead.kind == "host_isolated":
             # an upstream fault explains an isolated host when the host, or every peer it fails with, is
@@ -137,21 +141,26 @@ def _triage(s: Session, leads: list[LeadSymptom], roles: dict[str, str], tried: 
     return []
 
 
-SECOND_LOOK_URLS = 2  # the canary of the second look: a cheap question, not a sweep
+MAX_SUSPECTS = 2  # isolated devices the second look examines itself
+SECOND_LOOK_URLS = 1  # the canary of the second look: one request (a name lookup and a page), not a sweep
 
 
 def _second_look(s: Session, sym: Symptoms, found: list[Match], roles: dict[str, str],
                  tried: set[str]) -> list[Match]:
-    """After stop-and-submit on reachability symptoms: does the answer predict what a user it does not explain
-    sees of the services? The canary (skipped by the initial scan when pairs failed) runs from a position the
-    answer leaves untouched; a service failure whose owner the answer does not name is a lead of its own, and a
-    fault found for it in another place is submitted too (one fault can hide another's symptom)."""
+    """After stop-and-submit on reachability symptoms: does the answer predict what was observed? Isolated
+    devices it explains only through their peers get a look of their own (`_isolated_look`); then the canary
+    (skipped by the initial scan when pairs failed) runs from a position the answer leaves untouched, and a
+    service failure whose owner the answer does not name is a lead of its own. A fault found this way in
+    another place is submitted too (one fault can hide another's symptom)."""
     if not sym.failing or not any(not m.fallback for m in found):
         return found
     named = {d for m in found for d in m.devices}
     isolated = {f.device for f in s.flags if f.kind == "isolated" and f.device}
-    seen = service_canary(s, named | isolated | behind(s, {d for d in named if roles.get(d) in INFRA_ROLES}),
-                          limit=SECOND_LOOK_URLS, note="second look: service canary")
+    cut_off = behind(s, {d for d in named if roles.get(d) in INFRA_ROLES})  # behind a router the answer names
+    hidden = _isolated_look(s, found, isolated - named - cut_off, roles)
+    if hidden:
+        return found + hidden
+    seen = service_canary(s, named | isolated | cut_off, limit=SECOND_LOOK_URLS, note="second look: service canary")
     if not seen.services or set(seen.leads) & named:
         return found
     leads = [x for x in classify(s, seen) if x.kind in SERVICE_KINDS and x.lead not in named]
@@ -163,6 +172,21 @@ def _second_look(s: Session, sym: Symptoms, found: list[Match], roles: dict[str,
         if extra:
             break
     return found + extra
+
+
+def _isolated_look(s: Session, found: list[Match], suspects: set[str], roles: dict[str, str]) -> list[Match]:
+    """Each isolated device the answer explains only through its peers gets the cheap look of the triage
+    (interfaces, then its packet filter): a second fault on it shows there."""
+    labels = {m.label for m in found}
+    named = {d for m in found for d in m.devices}
+    for name in sorted(suspects)[:MAX_SUSPECTS]:
+        for check in ("interfaces", "filters"):
+            _run(s, check, name, f"second look: isolated {name}")
+            new = [m for m in match(s.flags, roles=roles) if not m.fallback and m.label not in labels
+                   and name in m.devices and not set(m.devices) & named]
+            if new:
+                return new
+    return []
 
 
 def deterministic(s: Session) -> list[Match]:
