@@ -138,3 +138,19 @@ def test_nothing_is_asked_when_the_logs_agree_or_there_is_no_way_to_reach_the_ne
     assert checker.asked == [] and final.checks == [] and [r.round for r in final.rounds] == [1]
     alone, _ = refine(conn, settings, _inputs(conn, "sample-backlog-045", "dhcp_service_down", ["dhcp_server"]), None)
     assert alone.labels == ["http_acl_block"] and alone.checks == []
+
+
+def test_a_network_that_cannot_be_asked_leaves_round_one_standing_with_the_reason(warehouse):
+    from faultline.errors import FaultlineError
+    from faultline.verdict.refine import refine
+
+    conn, settings = warehouse
+
+    def gone(label, devices):
+        raise FaultlineError("the lab is not running", fix="faultline lab up")
+
+    final, first = refine(conn, settings, _inputs(conn, "sample-backlog-045", "dhcp_service_down", ["dhcp_server"]),
+                          gone)
+    assert final.labels == first.labels == ["http_acl_block"]
+    assert final.checks[0].outcome == "not_checked" and "the lab is not running" in final.checks[0].reason
+    assert "could not be checked" in final.text

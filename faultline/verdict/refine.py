@@ -97,6 +97,18 @@ def _record(check: CrossCheck, offset: int) -> VerdictCheck:
                         matched_devices=check.matched_devices, probes=probes, probe_calls=check.probe_calls)
 
 
+def _ask(checker: Checker, label: str, devices: list[str]) -> CrossCheck:
+    """One follow-up; a network that cannot be asked (a lab gone, a broken snapshot) is a result, not a crash."""
+    from faultline.errors import FaultlineError
+
+    try:
+        return checker(label, devices)
+    except Exception as exc:  # noqa: BLE001 - the verdict of round 1 stands, with the reason
+        why = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
+        return CrossCheck(label=label, asked_devices=devices, outcome="not_checked",
+                          reason=f"the network could not be asked: {why}")
+
+
 def refine(conn: duckdb.DuckDBPyConnection, settings: Settings, inputs: Inputs,
            checker: Checker | None = None) -> tuple[Verdict, Verdict]:
     """(final verdict, round-1 verdict): round 1 fused from the stored analyses, then the network follow-ups."""
@@ -105,7 +117,7 @@ def refine(conn: duckdb.DuckDBPyConnection, settings: Settings, inputs: Inputs,
     todo = leads(first, inputs) if checker is not None else []
     if not todo or checker is None or inputs.network is None:
         return first, first
-    results = [checker(label, devices) for label, devices in todo]
+    results = [_ask(checker, label, devices) for label, devices in todo]
     offset, records = len(inputs.network.steps), []
     for r in results:
         records.append(_record(r, offset))
