@@ -114,11 +114,13 @@ def test_a_lock_held_by_a_parent_flock_is_seen_as_ours(tmp_path):
 
 
 def echo_work(item_id: str, action: str, *, settings: Settings) -> tuple[str, str, int]:
-    """A stand-in for generate_incident run by the pool: (id, worker prefix, worker pid); may die or dawdle."""
+    """A stand-in for generate_incident run by the pool: (id, worker prefix, worker pid); may die, pause or dawdle."""
     if action == "die":
         os._exit(3)
     if action == "sleep":
         time.sleep(120)
+    if action == "pause":
+        time.sleep(2)
     return item_id, settings.lab_prefix, os.getpid()
 
 
@@ -130,7 +132,9 @@ def _pool_settings(tag: str) -> Settings:
 def test_the_pool_spreads_items_over_prefixed_workers_and_survives_a_dead_worker():
     from faultline.corpus.parallel import run_in_labs
 
-    items = [("a", "ok"), ("b", "ok"), ("c", "die"), ("d", "ok"), ("e", "ok")]
+    # "d" holds the surviving worker for 2 s, so "e" is left for the dead worker's replacement (without the pause
+    # the survivor could take both before the death is noticed)
+    items = [("a", "ok"), ("b", "ok"), ("c", "die"), ("d", "pause"), ("e", "ok")]
     runs = run_in_labs(items, _pool_settings("pool"), jobs=2, work=echo_work,
                        lost=lambda item, reason: (item[0], "lost", reason), labs=[("simple_bgp", "s")])
     done = dict(runs)
