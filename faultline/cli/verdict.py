@@ -14,8 +14,8 @@ from faultline.cli.output import print_json, print_table
 def verdict_command(
     ctx: typer.Context,
     incident_id: str = typer.Argument(..., help="Incident id (or ticket id) in the warehouse."),
-    refresh: bool = typer.Option(False, "--refresh", help="Fuse it again from the stored analyses (asking its recorded network about what the "
-                                 "logs point at) and store it."),
+    refresh: bool = typer.Option(False, "--refresh", help="Fuse it again from the stored analyses (asking its "
+                                 "recorded network about what the logs point at) and store it."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict record as JSON."),
 ) -> None:
     """Print the verdict of INCIDENT: one answer from its ticket, logs, history, docs and network diagnosis."""

@@ -53,7 +53,7 @@ def cross_check(backend: Backend, *, label: str, devices: list[str], why: str = 
     """Probe `devices` for `label` with its skills' checks (see the module docstring); never raises on a
     device or label the network does not know: that is a `not_checked` result with the reason."""
     from faultline.sade.matcher import match
-    from faultline.sade.scans import CHECKS_BY_NAME
+    from faultline.sade.policy import _run
     from faultline.sade.session import Session
 
     asked = list(dict.fromkeys(devices))
@@ -72,13 +72,8 @@ def cross_check(backend: Backend, *, label: str, devices: list[str], why: str = 
                           reason=f"{len(present)} devices named: too many for a targeted check")
     checks = list(dict.fromkeys(p.check for sk in skills for p in sk.probes))
     for check in checks:
-        phase, func = CHECKS_BY_NAME[check]
-        s.phase = phase
         for name in present:
-            before = len(s.steps)
-            func(s, s.device(name))
-            for step in s.steps[before:]:
-                step.note = f"cross-check {label} on {name}{f' ({why})' if why else ''}: {check}"
+            _run(s, check, name, f"cross-check {label} on {name}{f' ({why})' if why else ''}")
     found = [m for m in match(s.flags, roles=known) if m.label == label and not m.fallback]
     tried = ", ".join(c.replace("_", " ") for c in checks) + " checks"  # words, not identifiers
     if found:

@@ -8,8 +8,8 @@ the matcher runs after every new observation, and the answer is submitted as soo
 explain every lead symptom (stop-and-submit). A flag another family owns the evidence for redirects
 to that family first (the index's rules). Leads that match nothing fall back to the deep scan.
 After a submit on reachability symptoms, a second look (the isolated devices explained only through their
-peers, then the service canary from a user the answer leaves untouched) looks for a fault the first one hides. Flat: the initial scan, every check on every device, one
-match at the end.
+peers, then the service canary from a user the answer leaves untouched) looks for a fault the first one hides.
+Flat: the initial scan, every check on every device, one match at the end.
 """
 
 from __future__ import annotations

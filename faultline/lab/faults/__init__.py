@@ -14,5 +14,5 @@ from faultline.lab.faults.registry import (FAULTS, choose_target, fault_class, f
                                            plan_target, records, recover, verify)
 
 __all__ = ["FAULTS", "Fault", "FaultError", "FaultNotVerified", "FaultRecord", "applicable", "choose_target",
-           "fault_class", "fault_labels", "ground_truth", "inject", "label_scenarios", "plan_target", "records", "recover",
-           "verify"]
+           "fault_class", "fault_labels", "ground_truth", "inject", "label_scenarios", "plan_target", "records",
+           "recover", "verify"]
