@@ -66,8 +66,9 @@ def test_dhcp_server_evidence_outranks_the_hosts_own_symptom() -> None:
 def test_same_flags_mean_different_labels_by_role() -> None:
     for dev, label in (("web", "sender_resource_contention"), ("h1", "receiver_resource_contention"),
                        ("lb", "load_balancer_overload")):
-        [m] = match([_f(dev, "stress_process"), _f(dev, "cpu_capped")], roles=ROLES)
-        assert m.label == label
+        for kind in ("cpu_throttled", "cpu_busy"):
+            [m] = match([_f(dev, kind)], roles=ROLES)
+            assert m.label == label
 
 
 def test_none_rules_and_interface_resources() -> None:
@@ -75,6 +76,19 @@ def test_none_rules_and_interface_resources() -> None:
     assert (m.label, m.resources) == ("link_bandwidth_throttling", ["interface/h1/eth0"])
     [m] = match([_f("h1", "tc_tbf", ifname="eth0"), _f("h1", "ifb_present", ifname="ifb0")], roles=ROLES)
     assert m.label == "incast_traffic_network_limitation"
+    # a shaper that drops what arrives faster than its rate is overrun, not just a slow link
+    [m] = match([_f("h1", "tc_tbf", ifname="eth0"), _f("h1", "shaper_dropping", ifname="eth0")], roles=ROLES)
+    assert m.label == "incast_traffic_network_limitation"
+
+
+def test_slow_lookups_alone_are_a_dns_answer_only_when_nothing_else_is_found() -> None:
+    slow = _f("dns", "dns_slow")
+    roles = {**ROLES, "dns": "dns"}
+    assert match([slow], roles=roles) == []  # the DNS server not examined in every phase yet
+    [m] = match([slow], roles=roles, complete={"dns"})
+    assert (m.label, m.devices) == ("dns_lookup_latency", ["dns"])
+    [m] = match([slow, _f("dns", "cpu_throttled")], roles=roles, complete={"dns"})
+    assert m.label == "sender_resource_contention"
 
 
 def test_fallback_only_when_the_device_is_complete_and_nothing_else_matches() -> None:

@@ -78,7 +78,9 @@ def classify(s: Session, sym: Symptoms) -> list[LeadSymptom]:
     for url, problem in sym.services:
         owner = next((lead for lead in sym.leads if s.device(lead).role in ("web", "lb")), None)
         kind = "service_slow" if problem.startswith("slow") else "service_failure"
-        out.append(LeadSymptom(kind, owner or sym.leads[0] if sym.leads else "", []))
+        lead = owner or sym.leads[0] if sym.leads else ""
+        # the other devices the failing request passed through (the user's own position, DNS) are its peers
+        out.append(LeadSymptom(kind, lead, [d for d in sym.leads if d != lead]))
     return [x for x in out if x.lead]
 
 

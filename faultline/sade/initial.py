@@ -146,12 +146,27 @@ def _canary(s: Session, sym: Symptoms, src: Device | None = None, limit: int = M
             owner = _url_owner(s, rec)
             if owner and owner not in sym.leads:
                 sym.leads.append(owner)
-            if rec.status == "dns_error" or (rec.time_namelookup_s or 0) > SLOW_MIN_S:
+            lookup = rec.time_namelookup_s or 0
+            if rec.status != "dns_error" and base is not None and _lookup_alone_slow(rec, base.record):
+                for dns in s.devices("dns"):
+                    flag(s, SCAN, dns, "dns_slow", f"{src.name}: name lookup for {url} took {lookup:.2f}s "
+                         f"(baseline {base.record.time_namelookup_s or 0:.2f}s), the rest of the request "
+                         f"{(rec.time_total_s or 0) - lookup:.2f}s", family="dns", lookup_s=lookup)
+            if rec.status == "dns_error" or lookup > SLOW_MIN_S:
                 for dns in s.devices("dns"):
                     if dns.name not in sym.leads:
                         sym.leads.append(dns.name)
             if src.name not in sym.leads:
                 sym.leads.append(src.name)
+
+
+def _lookup_alone_slow(rec, base) -> bool:
+    """The name lookup far slower than the baseline while the rest of the request is not: the DNS answer
+    is late, not the client or the web server (a starved client is slow at every step)."""
+    lookup, before = rec.time_namelookup_s or 0, base.time_namelookup_s or 0
+    rest = (rec.time_total_s or 0) - lookup
+    rest_before = (base.time_total_s or 0) - before
+    return lookup > max(SLOW_FACTOR * before, SLOW_MIN_S) and rest <= max(SLOW_FACTOR * rest_before, SLOW_MIN_S)
 
 
 def _user_position(s: Session) -> Device | None:

@@ -22,5 +22,5 @@ CHECKS_BY_NAME = {
     "default_route": ("C", host._default_route), "resolver": ("C", host._resolver), "dhcp_lease": ("C", host._dhcp),
     "processes": ("D", service._processes), "dns_records": ("D", service._dns_records),
     "dhcp_config": ("D", service._dhcp_config), "web_config": ("D", service._web_config),
-    "cpu_cap": ("D", service._cpu_cap),
+    "cpu_throttled": ("D", service._cpu_throttled), "access_log": ("D", service._access_log),
 }

@@ -15,6 +15,8 @@ from faultline.sade.scans.common import flag, ipv4, same_subnet
 from faultline.sade.session import Session
 
 SCAN_FRR, SCAN_TC = "frr_snapshot", "tc_snapshot"
+SHAPERS = {"tbf", "htb", "hfsc", "cake", "cbq", "netem"}
+MIN_DROPS, DROP_SHARE = 50, 0.1  # a shaper dropping at least 50 packets and a tenth of what it sent
 DEFAULT_QDISCS = {"noqueue", "fq_codel", "mq", "pfifo_fast", "pfifo", "bfifo", "ingress", "clsact"}
 _NETWORK = re.compile(r"^\s*network (\S+)(?: area (\S+))?", re.MULTILINE)
 _NULL0 = re.compile(r"^ip route (\S+) (?:Null0|blackhole)", re.MULTILINE)
@@ -149,6 +151,11 @@ def _qdiscs(s: Session, dev: Device) -> None:
     if out is None:
         return
     for q in out.record.qdiscs:
+        if q.kind in SHAPERS and (q.drops or 0) >= MIN_DROPS and (q.drops or 0) >= DROP_SHARE * (q.packets or 0):
+            # more arrives than the shaper lets through: it queues to its limit and drops the rest
+            flag(s, SCAN_TC, dev, "shaper_dropping", f"{q.dev}: qdisc {q.kind} dropped {q.drops} packets, sent "
+                 f"{q.packets} (overlimits {q.overlimits}, backlog {q.backlog} bytes)", family="tc", ifname=q.dev,
+                 drops=q.drops)
         if q.kind in DEFAULT_QDISCS or q.dev == "lo" or q.dev.startswith("ifb"):
             continue
         kind = "tc_tbf" if q.kind == "tbf" else "tc_netem" if q.kind == "netem" else "tc_other"

@@ -1,26 +1,29 @@
-"""Phase D — services and resources: daemons, load and CPU caps, service configuration, lookups.
+"""Phase D — services and resources: daemons, CPU use and throttling, request load, service configuration.
 
-The equivalents of SADE's pressure_sweep and service_snapshot for one device: the process list
-(stress tools, traffic floods — blamed on their victim —, delay injectors, a service daemon that
-should run and does not), CPU cgroup caps, and the configuration of the device's own service (DNS
-records pointing at the wrong kind of device, DHCP ranges/options, web server rate limits).
+The equivalents of SADE's pressure_sweep and service_snapshot for one device. Every resource finding
+rests on what the device shows, never on which program runs: processes using a large share of a CPU
+(`ps`), CPU groups throttled in most of their periods (`cpu.stat`), a request rate in the web server's
+access log far above what a user's traffic makes, a service daemon that should run and does not. The
+configuration of the device's own service is read too (DNS records pointing at the wrong kind of
+device, DHCP ranges/options, web server rate limits).
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from faultline.network.devices import Device
 from faultline.sade.scans.common import flag, ipv4, is_end, owner_of, same_subnet
 from faultline.sade.session import Session
 
 SCAN_P, SCAN_S = "pressure_sweep", "service_snapshot"
-STRESS = re.compile(r"\b(stress-ng|stress)\b")
-HTTP_FLOOD = re.compile(r"\b(ab|wrk|hey|siege|slowhttptest)\b|loadgen\.py .*\bhttp\b")
-UDP_FLOOD = re.compile(r"\biperf3?\b.*-c|loadgen\.py .*\budp\b")
-DELAY = re.compile(r"nfqueue|tc .*netem|\bsleep_injector\b")
+BUSY_PCT = 50.0  # a process that averaged half a CPU or more since it started
+THROTTLED_SHARE, MIN_PERIODS = 0.5, 10  # a CPU group stopped in most of its (at least 10) periods
+SURGE_PER_S = 50  # requests logged within one second: far above a user's (the lab's probes make 1-3)
 DAEMON = {"dns": "dnsmasq", "dhcp": "dnsmasq", "web": "nginx", "lb": "nginx", "backend": "nginx"}
 _IP = re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){3})\b")
+_ACCESS = re.compile(r"^(\S+) \S+ \S+ \[([^\]]+)\]", re.MULTILINE)  # combined/common log format
 
 
 def service_scan(s: Session, dev: Device) -> None:
@@ -34,17 +37,15 @@ def _processes(s: Session, dev: Device) -> None:
     if out is None:
         return
     procs = out.record.processes
-    for p in procs:
-        line = p.args or p.comm
-        if STRESS.search(line) and "[run]" not in line:
-            flag(s, SCAN_P, dev, "stress_process", f"pid {p.pid}: {line[:160]}", family="resource")
-        elif HTTP_FLOOD.search(line):
-            _victim(s, dev, line, "http_flood")
-        elif UDP_FLOOD.search(line):
-            _victim(s, dev, line, "udp_flood")
-        elif DELAY.search(line):
-            flag(s, SCAN_P, dev, "delay_process", f"pid {p.pid}: {line[:160]}", family="resource")
     base = s.baseline("processes", dev=dev.name)
+    if is_end(dev):
+        usual = {p.args or p.comm for p in base.record.processes if p.cpu_pct >= BUSY_PCT} if base else set()
+        busy = [p for p in procs if p.cpu_pct >= BUSY_PCT and (p.args or p.comm) not in usual]
+        if busy:
+            total = sum(p.cpu_pct for p in busy)
+            flag(s, SCAN_P, dev, "cpu_busy", f"{len(busy)} process(es) using {total:.0f}% CPU: " + "; ".join(
+                 f"pid {p.pid} {p.comm} {p.cpu_pct:.0f}%" for p in busy[:4]), family="resource",
+                 cpu_pct=round(total, 1))
     if is_end(dev) and not procs and base is not None and base.record.processes:
         flag(s, SCAN_P, dev, "processes_gone", f"no process left (baseline: {len(base.record.processes)})",
              family="host_crash")
@@ -57,29 +58,46 @@ def _processes(s: Session, dev: Device) -> None:
         flag(s, SCAN_P, dev, "frr_processes_missing", f"no FRR daemon among {len(procs)} processes", family="frr")
 
 
-def _victim(s: Session, dev: Device, line: str, kind: str) -> None:
-    """A flood blames the device it targets, not the one it runs on (SADE's resource rule)."""
-    for ip in _IP.findall(line):
-        victim = owner_of(s, ip)
-        if victim is not None and victim.name != dev.name:
-            flag(s, SCAN_P, victim, f"{kind}_target", f"{dev.name} runs: {line[:160]}", family="resource",
-                 source=dev.name)
-            return
-
-
-def _cpu_cap(s: Session, dev: Device) -> None:
+def _cpu_throttled(s: Session, dev: Device) -> None:
+    """A CPU group (a container's CPU limit) that the kernel stopped in most of its periods: its processes
+    wait for the CPU whatever they run."""
     if not is_end(dev):
         return
-    out = s.probe("cgroup_cpu", dev=dev.name, note="CPU cgroup limits")
+    out = s.probe("cgroup_cpu", dev=dev.name, note="CPU limits and throttling counters")
     if out is None:
         return
     for g in out.record.groups:
-        if g.cfs_quota_us and g.cfs_quota_us > 0 and g.cfs_period_us:
-            pct = 100.0 * g.cfs_quota_us / g.cfs_period_us
-            if pct < 50:
-                flag(s, SCAN_P, dev, "cpu_capped", f"cgroup {g.path}: quota {g.cfs_quota_us}/{g.cfs_period_us} us "
-                     f"({pct:.0f}% of a CPU), throttled {g.nr_throttled}/{g.nr_periods} periods",
-                     family="resource", pct=round(pct, 1))
+        periods, throttled = g.nr_periods or 0, g.nr_throttled or 0
+        if periods >= MIN_PERIODS and throttled >= THROTTLED_SHARE * periods:
+            limit = f"{g.cpu_limit_pct:.0f}% of a CPU" if g.cpu_limit_pct is not None else "no limit"
+            flag(s, SCAN_P, dev, "cpu_throttled", f"CPU group {g.path}: throttled in {throttled}/{periods} periods "
+                 f"(limit {limit}, {(g.throttled_time_ns or 0) / 1e9:.1f} s waiting)", family="resource",
+                 share=round(throttled / periods, 3))
+
+
+def _access_log(s: Session, dev: Device) -> None:
+    """The web server's request rate: its busiest second in the access log, and who sent those requests.
+    The flood's victim is the server; the senders are named (devices of this network or outside ones)."""
+    if dev.role not in ("web", "lb", "backend"):
+        return
+    path, text = _read(s, dev, "/access.log")
+    if not text:
+        return
+    rows = _ACCESS.findall(text)
+    per_second = Counter(stamp for _, stamp in rows)
+    if not per_second:
+        return
+    stamp, peak = per_second.most_common(1)[0]
+    if peak < SURGE_PER_S:
+        return
+    clients = Counter(ip for ip, _ in rows)
+    names = []
+    for ip, n in clients.most_common(4):
+        owner = owner_of(s, ip)
+        names.append(f"{ip} ({owner.name if owner else 'outside this network'}): {n}")
+    flag(s, SCAN_S, dev, "request_surge", f"{path}: {peak} requests in the second {stamp}, {len(rows)} logged"
+         f"{' (first 256 KiB read)' if len(text) >= 262144 else ''}; senders {', '.join(names)}", family="resource",
+         peak_per_s=peak, senders=[ip for ip, _ in clients.most_common(4)])
 
 
 def _read(s: Session, dev: Device, suffix: str):
@@ -138,4 +156,4 @@ def _web_config(s: Session, dev: Device) -> None:
         flag(s, SCAN_S, dev, "web_rate_limited", f"{path}: {m.group(0).strip()}", family="resource")
 
 
-CHECKS = [_processes, _dns_records, _dhcp_config, _web_config, _cpu_cap]
+CHECKS = [_processes, _dns_records, _dhcp_config, _web_config, _access_log, _cpu_throttled]
