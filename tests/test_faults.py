@@ -151,6 +151,26 @@ def test_inject_verify_recover(lab, label, target):
 
 
 @pytest.mark.lab
+def test_a_crashed_host_leaves_the_port_facing_it_up_without_carrier(lab):
+    """What the network sees of a dead machine: its NIC dark, the router port facing it still administratively
+    up but without carrier (a port set down is `link_down` on the router, a different fault)."""
+    from faultline.lab.faults.interfaces import interface_state
+
+    state, ctx = lab
+    rec = faults.inject(state, "host_crash", "pc1", seed=7)
+    try:
+        [(device, _, ifname, own)] = rec.params["peers"]
+        assert device.startswith("router")
+        _, port = interface_state(ctx, device, ifname)
+        assert "UP" in port and "LOWER_UP" not in port, port
+        _, nic = interface_state(ctx, "pc1", own)
+        assert "UP" not in nic, nic
+    finally:
+        faults.recover(state)
+    _assert_healthy(ctx)
+
+
+@pytest.mark.lab
 def test_host_fault_repaired_by_hand_is_not_verified(lab):
     state, ctx = lab
     rec = faults.inject(state, "host_incorrect_gateway", "pc2")

@@ -100,6 +100,15 @@ def test_fallback_only_when_the_device_is_complete_and_nothing_else_matches() ->
     assert [x.label for x in match(flags + [_f("h2", "acl_icmp")], roles=ROLES, complete={"h1"})] == ["icmp_acl_block"]
 
 
+def test_a_dark_nic_with_its_processes_gone_is_a_crash_and_a_port_set_down_is_not() -> None:
+    [m] = match([_f("h1", "iface_admin_down", ifname="eth0"), _f("h1", "processes_gone"),
+                 _f("r1", "iface_no_carrier", ifname="eth2")], roles=ROLES)
+    assert (m.label, m.devices) == ("host_crash", ["h1"])
+    found = match([_f("r1", "iface_admin_down", ifname="eth2"), _f("h1", "iface_no_carrier", ifname="eth0")],
+                  roles=ROLES)
+    assert [(m.label, m.devices) for m in found] == [("link_down", ["r1"])]
+
+
 def test_host_crash_needs_the_switch_side_evidence() -> None:
     flags = [_f("h1", "iface_no_carrier", ifname="eth0"), _f("h1", "isolated")]
     assert match(flags, roles=ROLES) == []

@@ -12,9 +12,10 @@ undoing a fault somebody already repaired, is harmless. Values follow NIKA v1 (d
   and a default route via A's gateway; ground truth names both.
 
 `host_crash` (partial, docs/lab.md#host-faults: there is no container to kill): every process in the host's namespace is
-killed by PID and the far end of each of its veths is set down from outside, so the host goes silent
-(its interfaces lose carrier). Recover sets the far ends up again and starts the host's lab service
-afresh (a DHCP host's udhcpc), as a rebooted host would; the record lists what was killed.
+killed by PID and its own interfaces are set down, as a dead machine's NIC stops signalling: the switch
+or router port at the far end stays administratively up and loses carrier (not `link_down` on that
+port). Recover sets the host's interfaces up, restores its addresses and routes and starts its lab
+service afresh (a DHCP host's udhcpc), as a rebooted host would; the record lists what was killed.
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ def host_lan_or_none(topo: Topology, host: str) -> tuple[str, str] | None:
 
 
 class HostCrash(Fault):
-    """`host_crash`: the host's processes killed and the far ends of its veths set down."""
+    """`host_crash`: the host's processes killed and its own network interfaces gone dark."""
 
     label = "host_crash"
     roles = ("host",)
@@ -173,14 +174,19 @@ class HostCrash(Fault):
         by_ns = {d.namespace: d.name for d in state.devices()}
         if not peers or any(p[0] not in by_ns for p in peers):
             raise FaultError(f"{rec.target}'s veth peers are not all lab devices: {peers}")
+        before = snapshot(ns)
         pids = teardown.namespace_pids(ns)
         killed = [f"{teardown.comm(pid)}[{pid}]" for pid in pids]
         teardown.kill_pids(pids)
-        for peer_ns, peer_if, _ in peers:
-            sh(["ip", "-n", peer_ns, "link", "set", peer_if, "down"], "peer link down")
-        rec.params = {"peers": [[by_ns[p], p, i, own] for p, i, own in peers], "killed": killed}
-        rec.mechanism = (f"{rec.target} crashed: killed {', '.join(killed) or 'no processes'}; far ends "
-                         f"{', '.join(f'{d}:{i}' for d, _, i, _ in rec.params['peers'])} set down "
+        # a dead machine's NIC stops signalling: its own end goes down, the switch or router port stays
+        # administratively up and loses carrier (setting that port down would be `link_down` on it)
+        for name in names:
+            sh(["ip", "-n", ns, "link", "set", name, "down"], "own link down")
+        rec.params = {"peers": [[by_ns[p], p, i, own] for p, i, own in peers], "killed": killed, "own": names,
+                      "before": before}
+        rec.mechanism = (f"{rec.target} crashed: killed {', '.join(killed) or 'no processes'}; its "
+                         f"{', '.join(names)} went dark (set down inside the host), so "
+                         f"{', '.join(f'{d}:{i}' for d, _, i, _ in rec.params['peers'])} stay up without carrier "
                          "(substitute for docker kill: no container)")
 
     def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
@@ -188,13 +194,27 @@ class HostCrash(Fault):
             found = interface_state(ctx, device, ifname)
             if found is None:
                 return f"{device} has no {ifname} (far end of {rec.target} {own})"
-            if "UP" in found[1]:
+            if "own" in rec.params and ("UP" not in found[1] or "LOWER_UP" in found[1]):
+                return f"{device} {ifname} (far end of {rec.target} {own}) is not up without carrier: {found[1]}"
+            if "own" not in rec.params and "UP" in found[1]:
                 return f"{device} {ifname} (far end of {rec.target} {own}) is up"
+        for name in rec.params.get("own", []):
+            found = interface_state(ctx, rec.target, name)
+            if found is not None and "UP" in found[1]:
+                return f"{rec.target} {name} is still up"
         return None
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
-        for _, peer_ns, peer_if, _ in rec.params["peers"]:
-            sh(["ip", "-n", peer_ns, "link", "set", peer_if, "up"], "peer link up")
+        if "own" in rec.params:
+            ns = state.device(rec.target).namespace
+            for name in rec.params["own"]:
+                sh(["ip", "-n", ns, "link", "set", name, "up"], "own link up")
+            # the kernel dropped the routes through the downed links; the host "boots" with its own config
+            before = rec.params["before"]
+            set_addressing(ns, before["addresses"], before["routes"])
+        else:  # a fault recorded before the host's own links went dark: its far ends were set down
+            for _, peer_ns, peer_if, _ in rec.params["peers"]:
+                sh(["ip", "-n", peer_ns, "link", "set", peer_if, "up"], "peer link up")
         # the host "boots" again: its service (a DHCP client on DHCP hosts) is started afresh
         if service_process(state, rec.target) is not None and not service_running(state, rec.target):
             start_recorded(state, rec.target)
