@@ -37,16 +37,19 @@ def test_every_problem_of_a_suite_is_listed_with_its_field_and_fix(tmp_path, run
                    "  - {scenario: simple_bgp, seed: 2, faults: [{label: frr_service_down, target: pc1}]}\n"
                    "  - {scenario: simple_bgp, seed: 3, faults: [{label: link_down, target: pc1},"
                    " {label: link_down, target: pc1}]}\n"
-                   "  - {scenario: simple_bgp, seed: 4, faults: [{label: link_down, target: pc2}]}\n")
+                   "  - {scenario: simple_bgp, seed: 4, faults: [{label: link_down, target: pc2}]}\n"
+                   "  - {scenario: rip_small_internet, seed: 5, faults: [{label: web_dos_attack, mechanism: botnet}]}\n")
     run_cli("corpus", "check", str(bad), "--json", expect_exit=1)
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] is False
     problems = {(p["incident_id"], p["field"]): p for p in out["problems"]}
     assert set(problems) == {("bad-001", "incidents.0.faults.0.label"), ("bad-002", "incidents.1.faults.0.target"),
-                             ("bad-003", "incidents.2.faults")}
+                             ("bad-003", "incidents.2.faults"), ("bad-005", "incidents.4.faults.0.mechanism")}
     assert "needs an OSPF lab" in problems[("bad-001", "incidents.0.faults.0.label")]["message"]
     assert "router1" in problems[("bad-002", "incidents.1.faults.0.target")]["fix"]  # where it could go instead
-    assert out["incidents"][3]["faults"] == [{"label": "link_down", "target": "pc2", "given": True}]
+    assert out["incidents"][3]["faults"] == [{"label": "link_down", "target": "pc2", "given": True,
+                                              "mechanism": "standard"}]
+    assert problems[("bad-005", "incidents.4.faults.0.mechanism")]["fix"] == "choose one of: standard, distributed"
 
 
 def test_every_built_in_suite_plans_without_a_problem():

@@ -76,6 +76,25 @@ def test_catalogue_covers_nikas_v1_labels_and_the_registry():
     assert all(r.status == "unsupported" for r in rows if r.feasible == "X")
 
 
+def test_mechanisms_are_listed_drawn_by_seed_and_checked(run_cli, capsys):
+    run_cli("lab", "faults", "--json")
+    rows = {r["label"]: r for r in json.loads(capsys.readouterr().out)}
+    assert list(rows["web_dos_attack"]["mechanisms"]) == ["standard", "distributed"]
+    assert list(rows["sender_resource_contention"]["mechanisms"]) == ["standard", "workload"]
+    assert list(rows["link_down"]["mechanisms"]) == ["standard"]
+    # without a seed (the CLI's default) the standard one; with a seed a draw of its own, the same every time
+    assert faults.choose_mechanism("web_dos_attack") == "standard"
+    drawn = [faults.choose_mechanism("web_dos_attack", seed) for seed in range(20)]
+    assert set(drawn) == {"standard", "distributed"}
+    assert drawn == [faults.choose_mechanism("web_dos_attack", seed) for seed in range(20)]
+    # the draw never moves a target: targets come from their own stream
+    assert faults.choose_target(offline_state("ospf_enterprise_static"), "web_dos_attack", 3) == \
+        faults.plan_target("ospf_enterprise_static", "s", "web_dos_attack", seed=3)
+    with pytest.raises(FaultError, match="no mechanism 'botnet'") as err:
+        faults.inject(offline_state("ospf_enterprise_static"), "web_dos_attack", mechanism="botnet")
+    assert "standard, distributed" in err.value.fix
+
+
 def test_target_choice_is_seeded_and_checked():
     state = offline_state("simple_bgp")
     topo = build_topology("simple_bgp", "s")

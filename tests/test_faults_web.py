@@ -217,6 +217,25 @@ def test_inject_verify_recover(lab, label):
 
 @pytest.mark.lab
 @pytest.mark.parametrize("lab", ["ospf_enterprise_static"], indirect=True)
+def test_a_distributed_flood_comes_from_several_subnets_and_stops_on_recover(lab):
+    state, ctx = lab
+    rec = faults.inject(state, "web_dos_attack", "web_server_1", mechanism="distributed")
+    assert rec.variant == "distributed" and rec.ground_truth()["mechanism_id"] == "distributed"
+    assert sorted(rec.params["attackers"]) == ["host_1_1_1_1", "host_2_1_1_1"]  # one per subnet of the lab
+    assert [r.id for r in faults.verify(state, ctx)] == [rec.id]
+    text = run_probe(ctx, "tail_file", dev="web_server_1", path=rec.params["access_log"], lines=2000).record.text
+    senders = {addr for addr, _ in access_log_entries(text)}
+    assert set(rec.params["attacker_ips"]) <= senders  # every client sends its share
+    result = faults.recover(state)
+    assert result["recovered"] == [rec.id]
+    assert not any(Path(f"/proc/{pid}").exists() for _, pid, _ in rec.params["helpers"])
+    with pytest.raises(FaultNotVerified, match="artifact missing"):
+        faults.registry.rebuild(rec).verify(ctx)
+    _assert_healthy(state, ctx)
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("lab", ["ospf_enterprise_static"], indirect=True)
 def test_web_faults_undone_by_hand_are_not_verified(lab):
     state, ctx = lab
     acl = faults.inject(state, "http_acl_block", "host_1_1_1_1")

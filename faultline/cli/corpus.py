@@ -82,7 +82,8 @@ def check_command(
         print_json(result.model_dump(mode="json") | {"ok": result.ok})
     else:
         rows = [(i.incident_id, f"{i.scenario}/{i.size}", i.seed, "healthy" if i.healthy else "; ".join(
-            f"{f.label} on {f.target or '?'}{'' if f.given else ' (seeded)'}" for f in i.faults))
+            f"{f.label} on {f.target or '?'}{'' if f.given else ' (seeded)'}"
+            f"{f' by {f.mechanism}' if f.mechanism and f.mechanism != 'standard' else ''}" for f in i.faults))
             for i in result.incidents]
         print_table(["incident", "scenario/size", "seed", "faults"], rows, title=f"suite {result.suite}")
         for p in result.problems:

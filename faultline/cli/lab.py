@@ -81,13 +81,15 @@ def inject_command(
     label: str = typer.Argument(..., help="NIKA v1 fault label, e.g. link_down (see `faultline lab faults`)."),
     target: str = typer.Option(None, "--target", help="Device to put the fault on (default: drawn from --seed)."),
     seed: int = typer.Option(0, "--seed", help="Seed for the target and every other random choice."),
+    mechanism: str = typer.Option(None, "--mechanism", help="How to cause it: one of the label's mechanisms "
+                                  "(`lab faults --json`); default: the standard one."),
     as_json: bool = typer.Option(False, "--json", help="Print the fault record and its ground truth as JSON."),
 ) -> None:
     """Inject fault LABEL into the running lab and record it (then `lab verify`, `lab recover`)."""
     from faultline.lab import faults
 
     state = _running_lab(ctx.obj)
-    rec = faults.inject(state, label, target, seed)
+    rec = faults.inject(state, label, target, seed, mechanism=mechanism or faults.choose_mechanism(label))
     if as_json:
         print_json({"id": rec.id, "target": rec.target, "mechanism": rec.mechanism, **rec.ground_truth()})
         return
@@ -144,11 +146,20 @@ def faults_command(
 
     where = scenario_table(size)
     rows = [info for info in catalogue() if all_ or info.status == "implemented"]
+    from faultline.lab.faults import fault_class, fault_labels
+
+    known = set(fault_labels())
+
+    def mechanisms(label: str) -> dict[str, str]:
+        return dict(fault_class(label).mechanisms) if label in known else {}
+
     if as_json:
-        print_json([{**asdict(info), "scenarios": where.get(info.label, [])} for info in rows])
+        print_json([{**asdict(info), "scenarios": where.get(info.label, []), "mechanisms": mechanisms(info.label)}
+                    for info in rows])
         return
-    print_table(["label", "category", "feasible", "status", "scenarios", "mechanism"],
-                [(i.label, i.category, i.feasible, i.status, " ".join(where.get(i.label, [])), i.how) for i in rows])
+    print_table(["label", "category", "feasible", "status", "scenarios", "mechanisms", "mechanism"],
+                [(i.label, i.category, i.feasible, i.status, " ".join(where.get(i.label, [])),
+                  " ".join(mechanisms(i.label)), i.how) for i in rows])
 
 
 @app.command("inventory")

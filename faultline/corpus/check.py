@@ -22,6 +22,7 @@ class PlannedFault(BaseModel):
     label: str
     target: str | None = None  # None when it cannot be planned (see the problems)
     given: bool = False  # the suite named the target (else the seeded draw)
+    mechanism: str | None = None  # the mechanism generation would use (named, else the seeded draw)
 
 
 class PlannedIncident(BaseModel):
@@ -64,7 +65,7 @@ class SuiteCheck(BaseModel):
 
 def check_suite(suite: Suite) -> SuiteCheck:
     """Plan every incident of an already loaded suite (names checked by `load_suite`); see the module docstring."""
-    from faultline.lab.faults import FaultError, plan_target
+    from faultline.lab.faults import FaultError, choose_mechanism, fault_class, plan_target
 
     planned, problems = [], []
     for n, (incident_id, spec) in enumerate(zip(suite.incident_ids(), suite.incidents)):
@@ -77,7 +78,19 @@ def check_suite(suite: Suite) -> SuiteCheck:
                 field = f"{where}.target" if fault.target and "cannot target" in exc.message else f"{where}.label"
                 problems.append(Problem(incident_id=incident_id, field=field, message=exc.message, fix=exc.fix or ""))
                 target = None
-            faults.append(PlannedFault(label=fault.label, target=target, given=fault.target is not None))
+            mechanism = None
+            try:
+                known = list(fault_class(fault.label).mechanisms)
+                mechanism = fault.mechanism or choose_mechanism(fault.label, spec.seed * 100 + k)
+            except FaultError:
+                known = []  # the unknown label is reported above
+            if fault.mechanism and known and fault.mechanism not in known:
+                problems.append(Problem(incident_id=incident_id, field=f"{where}.mechanism",
+                                        message=f"{fault.label} has no mechanism {fault.mechanism!r}",
+                                        fix=f"choose one of: {', '.join(known)}"))
+                mechanism = None
+            faults.append(PlannedFault(label=fault.label, target=target, given=fault.target is not None,
+                                       mechanism=mechanism))
         pairs = [(f.label, f.target) for f in faults if f.target]
         for label, target in sorted({p for p in pairs if pairs.count(p) > 1}):
             problems.append(Problem(incident_id=incident_id, field=f"incidents.{n}.faults",

@@ -101,7 +101,7 @@ def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings:
         stamps["fault_at"] = _now()
         for n, fault in enumerate(spec.faults):
             # each fault draws from its own seed so adding a fault never moves the others' targets
-            faults.inject(state, fault.label, fault.target, seed=spec.seed * 100 + n)
+            faults.inject(state, fault.label, fault.target, seed=spec.seed * 100 + n, mechanism=fault.mechanism)
         if spec.faults:
             faults.verify(state, ctx)
         stage("inject_verify_s")

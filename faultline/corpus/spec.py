@@ -38,6 +38,7 @@ class FaultSpec(BaseModel):
 
     label: str
     target: str | None = None
+    mechanism: str | None = None  # one of the label's mechanisms (`faultline lab faults --json`); None: seeded draw
     params: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -47,6 +47,7 @@ class FaultRecord:
     mechanism: str  # what was really done, in words (says so when it substitutes NIKA's mechanism)
     params: dict[str, Any] = field(default_factory=dict)  # what `recover` needs (tables, pids, config lines)
     injected_at: str = ""
+    variant: str = "standard"  # which of the label's mechanisms (`Fault.mechanisms`) was used
 
     def ground_truth(self) -> dict[str, Any]:
         """This fault's ground truth in NIKA v1 and v2 form plus the root-cause category."""
@@ -54,6 +55,7 @@ class FaultRecord:
             "v1": {"is_anomaly": True, "faulty_devices": list(self.faulty_devices), "root_cause_name": self.label},
             "v2": {"resource_id": self.resource_id, "fault_type": self.fault_type},
             "category": self.category,
+            "mechanism_id": self.variant,
         }
 
 
@@ -117,6 +119,8 @@ class Fault:
     protocols: ClassVar[tuple[str, ...]] = ()  # routing protocols the lab must run (empty: any)
     host_lan: ClassVar[bool] = False  # the target must be the gateway of a LAN with hosts
     symptom_timeout: ClassVar[float] = 10.0  # how long verify waits for the symptom to appear
+    # the ways this label can be caused, the first the standard one: {name: what it does, in words}
+    mechanisms: ClassVar[dict[str, str]] = {"standard": "the label's one mechanism (see the catalogue)"}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -131,14 +135,18 @@ class Fault:
 
     # --- the public API ---------------------------------------------------------------------
 
-    def inject(self, state: LabState, target: str | None, rng: random.Random) -> FaultRecord:
-        """Put the fault on `target` (or a device drawn from `rng`); record it in `state` and save it."""
+    def inject(self, state: LabState, target: str | None, rng: random.Random, variant: str = "standard") -> FaultRecord:
+        """Put the fault on `target` (or a device drawn from `rng`) by mechanism `variant`; record it in `state`
+        and save it."""
+        if variant not in self.mechanisms:
+            raise FaultError(f"{self.label} has no mechanism {variant!r}",
+                             fix=f"choose one of: {', '.join(self.mechanisms)} (`faultline lab faults --json`)")
         topo = lab_topology(state)
         device = self.pick_target(state, topo, target, rng)
         state.fault_counter += 1
         record = FaultRecord(id=f"f{state.fault_counter}", label=self.label, category=self.category, target=device,
                              faulty_devices=[device], resource_id=f"node/{device}", fault_type=self.fault_type,
-                             mechanism="", injected_at=now())
+                             mechanism="", injected_at=now(), variant=variant)
         self.record = record
         self.apply(state, topo, record, rng)
         state.faults.append(asdict(record))
@@ -292,9 +300,11 @@ def stop_fault_helpers(faults: list[dict[str, Any]]) -> list[int]:
     stopped = []
     for data in faults:
         params = data.get("params") or {}
-        pid, marker = params.get("helper_pid"), params.get("helper_marker")
-        if pid and marker and stop_helper(pid, marker):
-            stopped.append(pid)
+        pairs = [(params.get("helper_pid"), params.get("helper_marker"))]
+        pairs += [(pid, marker) for _, pid, marker in params.get("helpers") or []]  # a fault with several
+        for pid, marker in dict.fromkeys(pairs):
+            if pid and marker and stop_helper(pid, marker):
+                stopped.append(pid)
     return stopped
 
 

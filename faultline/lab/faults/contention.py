@@ -12,8 +12,10 @@ no container: a bare stress-ng in it loads the whole 2-core machine and every no
    capped helper);
 3. `cgroup_join.py`, a root-namespace helper, keeps every process started in the namespace later
    (a probe's curl, a DHCP hook) in the group, as a container's cgroup would;
-4. `stress-ng --cpu 2 --timeout 600s` in the node, inside the group from its first instruction (a
-   root-side `sh` writes its own PID into `cgroup.procs`, then execs `ip netns exec NS stress-ng`).
+4. the load in the node, inside the group from its first instruction (a root-side `sh` writes its own
+   PID into `cgroup.procs`, then execs `ip netns exec NS <load>`): mechanism `standard` runs
+   `stress-ng --cpu 2 --timeout 600s`; mechanism `workload` runs an ordinary job instead, a checksum
+   over an endless input (`sha256sum /dev/zero`), so nothing on the node is a stress tool.
 
 The two hogs eat the 5 % at the start of every period and the group is throttled for the rest, so
 the node's service (nginx) and any command run on the node wait up to 100 ms each time they need the
@@ -50,6 +52,8 @@ PREFIX = "faultline_cpu_"  # only groups made here (web.py's cgroups use faultli
 PERIOD_US = 100_000
 QUOTA_US = 5_000  # 5 % of one CPU, as NIKA v2's 0.02-0.05 CPU cap
 STRESS = ("stress-ng", "--cpu", "2", "--timeout", "600s")  # NIKA: 600 s (300 s for the load balancer)
+WORKLOAD = ("sha256sum", "/dev/zero")  # an ordinary job that never ends: a checksum over an endless input
+LOADS = {"standard": STRESS, "workload": WORKLOAD}
 JOINER = Path(__file__).with_name("cgroup_join.py")
 SAMPLES = 5  # HTTP requests per measurement (median)
 SLOW_FACTOR = 3.0  # "slow": median at least 3x the baseline ...
@@ -115,10 +119,10 @@ def remove_group(group: Path, timeout: float = 3.0) -> None:
             time.sleep(0.1)
 
 
-def stop_load(pid: int | None, group: Path) -> None:
-    """Kill the stress-ng started for the fault (its process group) and any of its workers left in `group`."""
+def stop_load(pid: int | None, group: Path, program: str = STRESS[0]) -> None:
+    """Kill the load started for the fault (its process group) and any of its workers left in `group`."""
     def ours(p: int) -> bool:
-        return teardown.alive(p) and teardown.comm(p).startswith("stress-ng")
+        return teardown.alive(p) and teardown.comm(p).startswith(program[:15])  # comm keeps 15 characters
 
     if pid and ours(pid):
         try:
@@ -165,7 +169,11 @@ class CpuContention(Fault):
     """A CPU-capped node with a CPU hog in it; subclasses choose the target role and the HTTP path."""
 
     symptom_timeout = 20.0
-    stress: ClassVar[tuple[str, ...]] = STRESS
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "stress-ng --cpu 2 inside the node, in a CPU-limited group (NIKA v2: container quota + stress-ng)",
+        "workload": "an ordinary job (a checksum over an endless input, one process) inside the node, in the same "
+                    "CPU-limited group: no stress tool, the kind of work a real server runs out of its limit with",
+    }
 
     # the HTTP request that shows the symptom: (source device, URL) for a target, None when there is none
     @classmethod
@@ -198,7 +206,9 @@ class CpuContention(Fault):
                              fix="check the lab with `faultline lab status`; the service must be up")
         group = group_path(rec.id, state.prefix)
         marker = f"fl-cpujoin-{rec.id}"
+        load = LOADS[rec.variant]
         rec.params = {"cgroup": str(group), "quota_us": QUOTA_US, "period_us": PERIOD_US, "src": src, "url": url,
+                      "load": list(load),
                       "baseline_ms": baseline, "baseline_samples": samples, "helper_pid": None,
                       "helper_marker": marker, "load_pid": None, "moved": []}
         state.extra_paths.append(str(group))  # recorded first: `lab down` removes it whatever happens next
@@ -210,14 +220,14 @@ class CpuContention(Fault):
                 [sys.executable, "-I", str(JOINER), "--netns", ns, "--cgroup", str(group), "--tag", marker])
             # the shell joins the group first, so the load never runs a moment uncapped
             script = 'g=$1; ns=$2; shift 2; echo $$ > "$g/cgroup.procs" && exec ip netns exec "$ns" "$@"'
-            rec.params["load_pid"] = start_helper(["sh", "-c", script, "sh", str(group), ns, *self.stress])
+            rec.params["load_pid"] = start_helper(["sh", "-c", script, "sh", str(group), ns, *load])
             # a host that runs nothing else has no process in the group until the load's exec lands there
             if poll(lambda: None if rec.params["load_pid"] in teardown.namespace_pids(ns) else "not yet", 5.0):
                 raise FaultError(f"the load (pid {rec.params['load_pid']}) did not start inside {rec.target}")
         except (OSError, FaultError) as exc:
             self.undo(state, topo, rec)
-            raise FaultError(f"{self.label} on {rec.target}: {exc}", fix="check /sys/fs/cgroup/cpu and stress-ng")
-        rec.mechanism = (f"PARTIAL/SUBSTITUTE: {' '.join(self.stress)} inside {rec.target}, whose processes "
+            raise FaultError(f"{self.label} on {rec.target}: {exc}", fix=f"check /sys/fs/cgroup/cpu and {load[0]}")
+        rec.mechanism = (f"PARTIAL/SUBSTITUTE: {' '.join(load)} inside {rec.target}, whose processes "
                          f"(and any started there later) are held in cgroup v1 cpu group {group.name} capped at "
                          f"{100 * QUOTA_US // PERIOD_US}% of one CPU (NIKA: unconfined stress-ng mix; v2: container "
                          f"CPU quota + stress-ng); HTTP {src} -> {url} baseline {baseline} ms")
@@ -238,8 +248,9 @@ class CpuContention(Fault):
             return f"cgroup {name} has quota {group.cfs_quota_us} us, not {rec.params['quota_us']}"
         load = rec.params.get("load_pid")
         running = {p.pid: p for p in run_probe(ctx, "processes", dev=rec.target).record.processes}
-        if load not in running or not running[load].comm.startswith("stress-ng"):
-            return f"the load (stress-ng, pid {load}) is not running on {rec.target}"
+        program = _load(rec)[0]
+        if load not in running or not running[load].comm.startswith(program[:15]):
+            return f"the load ({program}, pid {load}) is not running on {rec.target}"
         if load not in group.pids:
             return f"the load (pid {load}) is not in cgroup {name}"
         if not helper_alive(rec.params.get("helper_pid"), rec.params["helper_marker"]):
@@ -262,9 +273,14 @@ class CpuContention(Fault):
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
         group = Path(rec.params.get("cgroup", str(group_path(rec.id, state.prefix))))
         stop_helper(rec.params.get("helper_pid"), rec.params.get("helper_marker", f"fl-cpujoin-{rec.id}"))
-        stop_load(rec.params.get("load_pid"), group)
+        stop_load(rec.params.get("load_pid"), group, _load(rec)[0])
         remove_group(group)
         state.extra_paths = [p for p in state.extra_paths if p != str(group)]
+
+
+def _load(rec: FaultRecord) -> list[str]:
+    """The load's argument vector (a record from before the mechanisms kept none: stress-ng)."""
+    return rec.params.get("load") or list(STRESS)
 
 
 class LoadBalancerOverload(CpuContention):

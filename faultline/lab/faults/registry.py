@@ -91,8 +91,10 @@ def rebuild(record: FaultRecord) -> Fault:
     return fault_class(record.label)(record)
 
 
-def inject(state: LabState, label: str, target: str | None = None, seed: int | None = None) -> FaultRecord:
-    """Inject `label` on `target` (or a device drawn deterministically from `seed`); returns its record.
+def inject(state: LabState, label: str, target: str | None = None, seed: int | None = None,
+           mechanism: str | None = None) -> FaultRecord:
+    """Inject `label` on `target` (or a device drawn deterministically from `seed`) by `mechanism` (or, without
+    one, the mechanism `choose_mechanism` draws from the seed); returns its record.
 
     The seed also fixes every other random choice (interface, load source). The record is saved in
     the lab state before this returns.
@@ -100,7 +102,16 @@ def inject(state: LabState, label: str, target: str | None = None, seed: int | N
     cls = fault_class(label)
     if state.status != "healthy":
         raise FaultError(f"the lab is {state.status}, not healthy", fix="bring it up again before injecting")
-    return cls().inject(state, target, _rng(label, seed))
+    return cls().inject(state, target, _rng(label, seed), mechanism or choose_mechanism(label, seed))
+
+
+def choose_mechanism(label: str, seed: int | None = None) -> str:
+    """The mechanism used when none is asked for: the standard one without a seed, else a seeded draw among the
+    label's mechanisms (a stream of its own: the target and the other choices stay what they were)."""
+    names = list(fault_class(label).mechanisms)
+    if seed is None or len(names) == 1:
+        return names[0]
+    return random.Random(f"{label}:{seed}:mechanism").choice(names)
 
 
 def choose_target(state: LabState, label: str, seed: int | None = None) -> str:

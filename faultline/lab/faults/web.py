@@ -217,53 +217,89 @@ DOS_CONNS = 500
 DOS_CPU_PCT = 50  # of one CPU, for the generator (the machine has 2)
 DOS_MAX_RATE = 3000  # requests/s: uncapped, 50% of a core makes ~10k/s and 1 MB/s of access log
 DOS_MIN_RATE = 200  # requests/s from the attacker in the access log that count as a flood
+DOS_SOURCES = 3  # clients of the distributed flood
 _LOG_TIME = "%d/%b/%Y:%H:%M:%S %z"
 
 
 class WebDosAttack(WebFault):
-    """`web_dos_attack`: keep-alive GET flood from the last client, in a CPU-capped cgroup; GT [victim web]."""
+    """`web_dos_attack`: keep-alive GET flood in a CPU-capped cgroup, from the last client (standard) or from
+    clients on up to three subnets (distributed); GT [victim web]."""
 
     label = "web_dos_attack"
     symptom_timeout = 15.0
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "one client floods the web server (NIKA: ab -k from hosts[-1])",
+        "distributed": f"clients on up to {DOS_SOURCES} different subnets each send a share of the flood, as a "
+                       "botnet or a misbehaving fleet would; none of them stands out alone",
+    }
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
-        attacker = web_clients(topo)[-1]
+        attackers = _spread(topo, web_clients(topo), DOS_SOURCES) if rec.variant == "distributed" else web_clients(topo)[-1:]
         ip = main_ip(state.device(rec.target))
-        marker = new_marker(rec)
         group = cgroups.create(rec.id, DOS_CPU_PCT, state.prefix)
-        argv = loadgen_argv(marker, "http", "--url", f"http://{ip}/", "--conns", str(DOS_CONNS),
-                             "--max-rate", str(DOS_MAX_RATE))
-        pid = start_helper(cgroups.exec_in(group, state.device(attacker).namespace, argv))
-        rec.params = {"attacker": attacker, "attacker_ip": main_ip(state.device(attacker)), "web_ip": ip,
-                      "helper_pid": pid, "helper_marker": marker, "cgroup": str(group),
+        n = len(attackers)
+        rec.params = {"attacker": attackers[0], "attacker_ip": main_ip(state.device(attackers[0])),
+                      "attackers": attackers, "attacker_ips": [main_ip(state.device(a)) for a in attackers],
+                      "web_ip": ip, "helpers": [], "cgroup": str(group),
                       "access_log": str(service_dir(Path(state.run_dir), rec.target) / "access.log")}
         try:
-            wait_for_marker(state.device(attacker).namespace, marker)
+            for attacker in attackers:
+                marker = new_marker(rec)
+                argv = loadgen_argv(marker, "http", "--url", f"http://{ip}/", "--conns", str(DOS_CONNS // n),
+                                    "--max-rate", str(DOS_MAX_RATE // n))
+                rec.params["helpers"].append([attacker, start_helper(cgroups.exec_in(group, state.device(attacker)
+                                                                                     .namespace, argv)), marker])
+                wait_for_marker(state.device(attacker).namespace, marker)
         except FaultError:
             self.undo(state, topo, rec)  # the record is not saved yet: nothing else would stop it
             raise
-        rec.mechanism = (f"HTTP GET flood from {attacker} to http://{ip}/: loadgen.py http, {DOS_CONNS} keep-alive "
-                         f"connections, one request in flight each, at most {DOS_MAX_RATE} requests/s (PARTIAL: "
-                         "NIKA runs ab -n 2e8 -c 1000 -k; no ab here), CPU capped at "
-                         f"{DOS_CPU_PCT}% of one core by cgroup v1 {group.name}; PID {pid}")
+        rec.params["helper_pid"], rec.params["helper_marker"] = rec.params["helpers"][0][1:]
+        pids = ", ".join(f"{a} PID {pid}" for a, pid, _ in rec.params["helpers"])
+        rec.mechanism = (f"HTTP GET flood from {', '.join(attackers)} to http://{ip}/: loadgen.py http, {DOS_CONNS // n} "
+                         f"keep-alive connections and at most {DOS_MAX_RATE // n} requests/s from each (PARTIAL: "
+                         "NIKA runs ab -n 2e8 -c 1000 -k; no ab here), the generators' CPU capped at "
+                         f"{DOS_CPU_PCT}% of one core together by cgroup v1 {group.name}; {pids}")
+
+    def _helpers(self, rec: FaultRecord) -> list[list]:
+        # a record from before the distributed mechanism kept one helper
+        return rec.params.get("helpers") or [[rec.params["attacker"], rec.params["helper_pid"],
+                                              rec.params["helper_marker"]]]
 
     def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
-        return helper_listed(ctx, rec.params["attacker"], rec.params["helper_marker"])
+        for attacker, _, marker in self._helpers(rec):
+            if problem := helper_listed(ctx, attacker, marker):
+                return problem
+        return None
 
     def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         text = run_probe(ctx, "tail_file", dev=rec.target, path=rec.params["access_log"], lines=2000).record.text
-        stamps = [t for addr, t in access_log_entries(text) if addr == rec.params["attacker_ip"]]
+        ips = set(rec.params.get("attacker_ips") or [rec.params["attacker_ip"]])
+        stamps = [t for addr, t in access_log_entries(text) if addr in ips]
         now = time.time()
         if not stamps or now - max(stamps) > 5:
-            return f"no request from {rec.params['attacker_ip']} in the last 5 s of {rec.target}'s access log"
+            return f"no request from {', '.join(sorted(ips))} in the last 5 s of {rec.target}'s access log"
         rate = len(stamps) / (max(stamps) - min(stamps) + 1)
         if rate < DOS_MIN_RATE:
-            return f"{rec.params['attacker_ip']} makes {rate:.0f} requests/s, below {DOS_MIN_RATE}"
+            return f"{', '.join(sorted(ips))} make {rate:.0f} requests/s together, below {DOS_MIN_RATE}"
         return None
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
-        stop_helper(rec.params["helper_pid"], rec.params["helper_marker"])
+        for _, pid, marker in self._helpers(rec):
+            stop_helper(pid, marker)
         cgroups.remove(Path(rec.params["cgroup"]))
+
+
+def _spread(topo: Topology, clients: list[str], count: int) -> list[str]:
+    """Up to `count` clients, one per subnet as far as the lab has subnets (the last client first, as NIKA's
+    single attacker), then others to make up the number."""
+    picked, subnets = [], set()
+    for name in reversed(clients):
+        subnet = main_ip(topo.nodes[name]).rsplit(".", 1)[0]
+        if subnet not in subnets and len(picked) < count:
+            picked.append(name)
+            subnets.add(subnet)
+    picked += [c for c in reversed(clients) if c not in picked][:count - len(picked)]
+    return picked
 
 
 def access_log_entries(text: str) -> list[tuple[str, float]]:
