@@ -5,8 +5,11 @@ For each corpus folder (default: the sample backlog and history; add a freshly g
 (healthy controls included), localization F1, RCA F1 (exact labels), NIKA v2 joint F1, no-submission
 rate, median and p90 probe calls (device-level probes asked of the network; the reachability sweep counts
 as one), median seconds per incident on the snapshot backend — overall and per size — and every incident
-the gated policy got wrong, with what it answered instead. `--no-baseline` hides the recorded healthy
-baselines (the situation on a live network or an MCP server).
+the gated policy got wrong, with what it answered instead. Per mechanism (the ground truth's
+`mechanism_id`, "standard" for corpora recorded before labels had several): the same figures per
+mechanism, and per label the mechanism SADE does worst on. `--no-baseline` hides the recorded healthy
+baselines (the situation on a live network or an MCP server); `--no-ticket` hides the tickets
+(no ticket-guided triage).
 
     .venv/bin/python bench/sade.py [--corpus DIR ...] [--no-baseline] [--json]
 """
@@ -23,7 +26,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from faultline.sade.evaluate import evaluate_corpus  # noqa: E402
+from faultline.sade.evaluate import evaluate_corpus, incident_dirs  # noqa: E402
 from faultline.sade.scoring import summarize  # noqa: E402
 
 METHODS = ("sade", "flat")
@@ -34,11 +37,43 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
-def run(corpus: Path, baseline: bool = True) -> dict[str, Any]:
+def mechanisms(corpus: Path) -> dict[str, list[tuple[str, str]]]:
+    """incident id -> [(label, mechanism)] from each ground truth (healthy controls: [])."""
+    out = {}
+    for folder in incident_dirs(corpus):
+        info = json.loads((folder / "incident.json").read_text())
+        truth = json.loads((folder / "ground_truth.json").read_text())
+        out[info["incident_id"]] = [(f["v1"]["root_cause_name"], f.get("mechanism_id") or "standard")
+                                    for f in truth.get("faults") or []]
+    return out
+
+
+def by_mechanism(evaluated: list, mechs: dict[str, list[tuple[str, str]]]) -> dict[str, Any]:
+    """Scores per mechanism and per (label, mechanism); per label the worst mechanism by RCA F1."""
+    groups: dict[str, list] = {}
+    pairs: dict[tuple[str, str], list] = {}
+    for e in evaluated:
+        found = mechs.get(e.score.incident_id) or [("healthy", "healthy")]
+        for label, mech in found:
+            groups.setdefault(mech, []).append(e.score)
+            pairs.setdefault((label, mech), []).append(e.score)
+    per_mech = {m: summarize(s)[0].model_dump() for m, s in sorted(groups.items())}
+    per_pair = {f"{label}:{m}": summarize(s)[0].model_dump() for (label, m), s in sorted(pairs.items())}
+    worst: dict[str, dict[str, Any]] = {}
+    for (label, m), s in sorted(pairs.items()):
+        rca = summarize(s)[0].rca_f1
+        if label != "healthy" and (label not in worst or rca < worst[label]["rca_f1"]):
+            worst[label] = {"mechanism": m, "rca_f1": rca, "n": len(s),
+                            "mechanisms": sorted({mm for (lb, mm) in pairs if lb == label})}
+    return {"per_mechanism": per_mech, "per_label_mechanism": per_pair, "worst_per_label": worst}
+
+
+def run(corpus: Path, baseline: bool = True, ticket: bool = True) -> dict[str, Any]:
     per_method: dict[str, Any] = {}
     misses = []
+    mechs = mechanisms(corpus)
     for method in METHODS:
-        evaluated = list(evaluate_corpus(corpus, method=method, baseline=baseline))
+        evaluated = list(evaluate_corpus(corpus, method=method, baseline=baseline, ticket=ticket))
         scores = [e.score for e in evaluated]
         probes = [e.diagnosis.probe_calls for e in evaluated]
         seconds = [e.diagnosis.elapsed_s for e in evaluated]
@@ -51,7 +86,7 @@ def run(corpus: Path, baseline: bool = True) -> dict[str, Any]:
         per_method[method] = {"overall": overall, "by_size": by_size, "median_probes": statistics.median(probes),
                               "p90_probes": _pct(probes, 0.9), "median_probes_by_size": per_size_probes,
                               "median_seconds": round(statistics.median(seconds), 4),
-                              "max_seconds": max(seconds)}
+                              "max_seconds": max(seconds), "by_mechanism": by_mechanism(evaluated, mechs)}
         if method == "sade":
             for e in evaluated:
                 if e.score.rca.f1 < 1 or e.score.localization.f1 < 1 or e.score.detection < 1:
@@ -61,7 +96,8 @@ def run(corpus: Path, baseline: bool = True) -> dict[str, Any]:
                                    "answered": sub.v1.root_cause_name if sub else None,
                                    "devices": sub.v1.faulty_devices if sub else None,
                                    "rca_f1": e.score.rca.f1, "loc_f1": e.score.localization.f1})
-    return {"corpus": str(corpus), "baseline": baseline, "n": len(scores), "methods": per_method, "sade_misses": misses}
+    return {"corpus": str(corpus), "baseline": baseline, "ticket": ticket, "n": len(scores), "methods": per_method,
+            "sade_misses": misses}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -70,15 +106,18 @@ def main(argv: list[str] | None = None) -> None:
                         help="corpus folder (repeatable); default data/sample/backlog and data/sample/history")
     parser.add_argument("--no-baseline", action="store_true",
                         help="diagnose without the recorded healthy baselines (as on a live network)")
+    parser.add_argument("--no-ticket", action="store_true",
+                        help="diagnose without the incidents' tickets (no ticket-guided triage)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     corpora = args.corpus or [REPO / "data/sample/backlog", REPO / "data/sample/history"]
-    report = [run(c, baseline=not args.no_baseline) for c in corpora]
+    report = [run(c, baseline=not args.no_baseline, ticket=not args.no_ticket) for c in corpora]
     if args.json:
         print(json.dumps(report, indent=2, default=str))
         return
     for r in report:
-        print(f"\n== {r['corpus']} ({r['n']} incidents{'' if r['baseline'] else ', no baseline'})")
+        print(f"\n== {r['corpus']} ({r['n']} incidents{'' if r['baseline'] else ', no baseline'}"
+              f"{'' if r['ticket'] else ', no ticket'})")
         print(f"{'method':7} {'size':5} {'n':>4} {'detect':>7} {'loc F1':>7} {'RCA F1':>7} {'v2 F1':>7} "
               f"{'no-sub':>7} {'med probes':>10}")
         for method, m in r["methods"].items():
@@ -91,6 +130,15 @@ def main(argv: list[str] | None = None) -> None:
                   f"(max {m['max_seconds']} s)")
         sade, flat = r["methods"]["sade"], r["methods"]["flat"]
         print(f"probe ratio flat/sade (medians): {flat['median_probes'] / max(sade['median_probes'], 1):.1f}x")
+        print(f"{'mechanism':12} {'method':7} {'n':>4} {'detect':>7} {'loc F1':>7} {'RCA F1':>7}")
+        for method, m in r["methods"].items():
+            for mech, s in m["by_mechanism"]["per_mechanism"].items():
+                print(f"{mech:12} {method:7} {s['n']:>4} {s['detection']:>7.3f} {s['loc_f1']:>7.3f} {s['rca_f1']:>7.3f}")
+        several = {k: v for k, v in sade["by_mechanism"]["worst_per_label"].items() if len(v["mechanisms"]) > 1}
+        below = {k: v for k, v in sade["by_mechanism"]["worst_per_label"].items() if v["rca_f1"] < 1}
+        for label, w in sorted({**several, **below}.items()):
+            print(f"  worst mechanism of {label} ({', '.join(w['mechanisms'])}): {w['mechanism']} "
+                  f"RCA F1 {w['rca_f1']:.3f} (n={w['n']})")
         for miss in r["sade_misses"]:
             print(f"  miss {miss['incident']} {miss['scenario']}/{miss['size']}: truth {miss['truth']} -> "
                   f"{miss['answered']} on {miss['devices']}")

@@ -47,6 +47,8 @@ def diagnose_command(
     model: Optional[str] = typer.Option(None, "--model", help="litellm model for --policy llm."),
     method: str = typer.Option("sade", "--method", help="sade (phase-gated) | flat (every scan everywhere)."),
     save: bool = typer.Option(False, "--save", help="Store steps, flags and submission in the warehouse."),
+    ticket: Optional[str] = typer.Option(None, "--ticket", help="What the user reported (default: the incident "
+                                         "folder's ticket.json title and description); \"\" for none."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole diagnosis as JSON."),
 ) -> None:
     """Diagnose one incident with SADE and print its submission, steps and flags."""
@@ -58,7 +60,13 @@ def diagnose_command(
         from faultline.sade.llm_policy import llm_policy_runner
 
         run_policy, policy_name = llm_policy_runner(ctx.obj, model=model, incident_id=incident_id)
-    diag = diagnose(net, incident_id=incident_id, method=method, policy=policy_name, run_policy=run_policy)
+    if ticket is None:
+        from faultline.sade.evaluate import ticket_text
+
+        folder = Path(incident) if Path(incident).is_dir() else Path(incident).parent
+        ticket = ticket_text(folder) if backend == "snapshot" else ""
+    diag = diagnose(net, incident_id=incident_id, method=method, policy=policy_name, run_policy=run_policy,
+                    ticket=ticket)
     if save:
         from faultline import db
         from faultline.sade.store import save_diagnosis

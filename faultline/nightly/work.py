@@ -115,7 +115,10 @@ def run_sade(settings: Settings, conn: duckdb.DuckDBPyConnection, item: BacklogI
         from faultline.sade.llm_policy import llm_policy_runner
 
         run_policy, policy = llm_policy_runner(settings, model=llm_model, incident_id=item.incident_id)
-    diag = diagnose(backend, incident_id=item.incident_id, policy=policy, run_policy=run_policy)
+    row = conn.execute("SELECT title, coalesce(description, '') FROM tickets WHERE ticket_id = ?",
+                       [item.ticket_id]).fetchone()
+    ticket = "\n".join(row).strip() if row else ""  # what the user reported: a lead when the network shows nothing
+    diag = diagnose(backend, incident_id=item.incident_id, policy=policy, run_policy=run_policy, ticket=ticket)
     if diag.status == "error":  # the backend failed: a failure row, not an answer
         raise FaultlineError(f"SADE could not probe {item.incident_id}: {diag.error}",
                              fix="check the incident's snapshot file or the lab")

@@ -46,12 +46,13 @@ def build_submission(matches: list[Match]) -> Submission:
 
 
 def diagnose(backend: Backend, *, incident_id: str, method: str = "sade", policy: str = "deterministic",
-             run_policy: Callable[[Session], list[Match]] | None = None) -> Diagnosis:
-    """Diagnose one incident. `method` is sade (phase-gated) or flat; `run_policy` overrides the policy."""
+             run_policy: Callable[[Session], list[Match]] | None = None, ticket: str = "") -> Diagnosis:
+    """Diagnose one incident. `method` is sade (phase-gated) or flat; `run_policy` overrides the policy;
+    `ticket` is what the user reported (title and description), a lead when the network shows nothing."""
     from faultline.sade import policy as policies
 
     t0 = time.perf_counter()
-    session = Session(backend)
+    session = Session(backend, ticket=ticket)
     chosen = run_policy or (policies.flat if method == "flat" else policies.deterministic)
     try:
         matches = chosen(session)

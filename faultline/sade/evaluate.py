@@ -41,13 +41,25 @@ def incident_dirs(corpus: Path) -> list[Path]:
     return out
 
 
-def evaluate_folder(folder: Path, *, method: str = "sade", baseline: bool = True) -> Evaluated:
-    """Diagnose one recorded incident from its snapshot (and baseline) and score it against its truth."""
+def ticket_text(folder: Path) -> str:
+    """What the user reported in a corpus incident's ticket.json (title and description; never the
+    resolution), "" without one."""
+    path = folder / "ticket.json"
+    if not path.is_file():
+        return ""
+    data = json.loads(path.read_text())
+    return "\n".join(str(data.get(key) or "") for key in ("title", "description")).strip()
+
+
+def evaluate_folder(folder: Path, *, method: str = "sade", baseline: bool = True, ticket: bool = True) -> Evaluated:
+    """Diagnose one recorded incident from its snapshot (and baseline, and ticket) and score it against its
+    truth."""
     info = json.loads((folder / "incident.json").read_text())
     truth = truth_from_json(info["incident_id"], json.loads((folder / "ground_truth.json").read_text()),
                             scenario=info.get("scenario"), size=info.get("size"))
     backend = snapshot_backend(folder / "snapshot.json.gz", use_baseline=baseline)
-    diag = diagnose(backend, incident_id=info["incident_id"], method=method)
+    diag = diagnose(backend, incident_id=info["incident_id"], method=method,
+                    ticket=ticket_text(folder) if ticket else "")
     sub = diag.submission
     family = skill_of(truth.labels[0]) if truth.labels else "healthy"
     score = score_incident(truth, sub.v1 if sub else None, sub.v2 if sub else None, method=method, family=family)
@@ -55,7 +67,7 @@ def evaluate_folder(folder: Path, *, method: str = "sade", baseline: bool = True
 
 
 def evaluate_corpus(corpus: Path, *, method: str = "sade", limit: int | None = None,
-                    baseline: bool = True) -> Iterator[Evaluated]:
+                    baseline: bool = True, ticket: bool = True) -> Iterator[Evaluated]:
     """Every valid incident of the corpus, one at a time (a broken incident yields an error diagnosis)."""
     for folder in incident_dirs(corpus)[:limit]:
-        yield evaluate_folder(folder, method=method, baseline=baseline)
+        yield evaluate_folder(folder, method=method, baseline=baseline, ticket=ticket)

@@ -1,6 +1,7 @@
 """SADE's deterministic policy (the paper's Algorithm 1) and the flat baseline it is measured against.
 
-Deterministic: Step 1 initial scan → lead symptoms (`index.classify`). With none, Step 2: the deep
+Deterministic: Step 1 initial scan → lead symptoms (`index.classify`; when the network shows nothing, the
+ticket's words, `ticket.ticket_leads`). With none, Step 2: the deep
 scan, bottom-up — phase A on every device, then B, C, D — matching fingerprints after each phase;
 nothing matched after D = healthy. With symptoms, for each unresolved lead symptom (Step 3) the index
 gives the skill families to try; each skill runs its own probes on the devices they name (Step 4),
@@ -21,11 +22,12 @@ from faultline.sade.scans import CHECKS_BY_NAME, PHASE_SCANS
 from faultline.sade.scans.common import behind
 from faultline.sade.session import Session
 from faultline.sade.skills import skill
+from faultline.sade.ticket import ticket_leads
 
 PHASES = ("A", "B", "C", "D")
 INFRA_ROLES = {"router", "switch"}
 SERVICE_ROLES = {"dns", "dhcp", "lb", "web"}
-SERVICE_KINDS = ("service_failure", "service_slow")
+SERVICE_KINDS = ("service_failure", "service_slow", "ticket_dns", "ticket_address")
 
 
 def _roles(s: Session) -> dict[str, str]:
@@ -174,6 +176,43 @@ def _second_look(s: Session, sym: Symptoms, found: list[Match], roles: dict[str,
     return found + extra
 
 
+def _fingerprint(m: Match):
+    return next(f for f in skill(m.family).fingerprints if f.id == m.fingerprint)
+
+
+def _confirmed(s: Session, found: list[Match], roles: dict[str, str]) -> list[Match]:
+    """Run each match's `confirm` checks on its device (evidence that would make it another label), then
+    match again when they saw anything new."""
+    ran = False
+    for m in found:
+        for check in _fingerprint(m).confirm:
+            ran |= _run(s, check, m.device, f"confirm {m.label} on {m.device}")
+    if not ran:
+        return found
+    return [m for m in match(s.flags, roles=roles) if not m.fallback] or found
+
+
+def _affected_look(s: Session, found: list[Match], roles: dict[str, str]) -> list[Match]:
+    """A server-side answer that names the users it reached by a flag (`flagged:<kind>`) but was found without
+    any of them (from a ticket, say) runs its fingerprint's `affected` check on the user positions, one per
+    subnet; the matches again with what they show."""
+    from faultline.network.snapshot import client_positions
+
+    todo = []
+    for m in found:
+        fp = _fingerprint(m)
+        kinds = [spec[8:] for spec in fp.devices if spec.startswith("flagged:")]
+        if fp.affected and kinds and not any(f.kind in kinds for f in s.flags):
+            todo.append(fp.affected)
+    if not todo:
+        return found
+    for check in dict.fromkeys(todo):
+        for name in client_positions(s.devices()):
+            _run(s, check, name, "users the answer reaches")
+    again = [m for m in match(s.flags, roles=roles) if not m.fallback]
+    return again if {m.label for m in again} >= {m.label for m in found} else found
+
+
 def _isolated_look(s: Session, found: list[Match], suspects: set[str], roles: dict[str, str]) -> list[Match]:
     """Each isolated device the answer explains only through its peers gets the cheap look of the triage
     (interfaces, then its packet filter): a second fault on it shows there."""
@@ -194,7 +233,7 @@ def deterministic(s: Session) -> list[Match]:
     submit (empty = healthy)."""
     roles = _roles(s)
     sym = initial_scan(s)
-    leads = classify(s, sym)
+    leads = classify(s, sym) or ticket_leads(s)  # the network shows nothing: what the user saw leads
     tried: set[str] = set()
     found = _triage(s, leads, roles, tried)
     for lead in leads:
@@ -202,6 +241,7 @@ def deterministic(s: Session) -> list[Match]:
             break
         found = _skill_search(s, lead, leads, roles, tried)
     if any(not m.fallback for m in found):
+        found = _affected_look(s, _confirmed(s, found, roles), roles)
         return _second_look(s, sym, found, roles, tried)
     swept = _sweep(s, roles)  # nothing but a residual explanation: look everywhere before settling for it
     return swept if any(not m.fallback for m in swept) else found or swept

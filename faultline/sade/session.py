@@ -29,6 +29,7 @@ class Session:
     """A diagnosis's working memory over one backend."""
 
     backend: Backend
+    ticket: str = ""  # what the user reported (title, description), when the incident has a ticket
     steps: list[Step] = field(default_factory=list)
     flags: list[Flag] = field(default_factory=list)
     phase: str = "initial"

@@ -39,6 +39,12 @@ class Fingerprint(BaseModel):
     resource: Literal["node", "interface"] = "node"  # NIKA v2 owner kind of the answer
     priority: int = 50  # the higher wins when several fingerprints match one device
     fallback: bool = False  # only once the device has been through every phase with nothing stronger
+    # the check that shows which users the fault reached (its `flagged:` devices), run on the user positions
+    # when the answer was found without them (a server-side fault found from a ticket)
+    affected: str | None = None
+    # checks run on the matched device before the answer stands: evidence another label would add there
+    # (an interface down on an end host whose processes are gone is a crash, not `link_down`)
+    confirm: list[str] = Field(default_factory=list)
 
 
 class SkillProbe(BaseModel):

@@ -1,0 +1,72 @@
+"""Ticket-guided triage: the ticket's words as a lead symptom when the initial scan shows nothing.
+
+A user's ticket often says what they saw ("can't resolve", "no IP address", "web3.local is sluggish")
+where the network itself looks fine from the probes' positions. The index's `ticket:` rules
+(`prompts/skills/index.yml`, data) turn the first matching words into a lead symptom kind; the lead device
+is one the ticket names (a device name, an address of this network, a web name the canary reached), else
+the role the rule names. Only the ticket's title, description and environment are read: never its
+resolution. Without a ticket nothing changes.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlparse
+
+from faultline.sade.index import LeadSymptom, load_index
+from faultline.sade.scans.common import owner_of
+from faultline.sade.session import Session
+
+_IP = re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){3})\b")
+
+
+def ticket_leads(s: Session) -> list[LeadSymptom]:
+    """The ticket's lead symptom (at most one), or [] without a ticket or without words the index knows."""
+    text = (s.ticket or "").lower()
+    if not text.strip():
+        return []
+    for rule in load_index().get("ticket") or []:
+        if not any(re.search(word, text) for word in rule["words"]):
+            continue
+        named = named_devices(s, text)
+        roles = {d: s.device(d).role for d in named}
+        preferred = [d for role in rule.get("lead", []) for d in named if roles[d] == role]
+        default = [d.name for d in s.devices(rule["default"])] if rule.get("default") else []
+        lead = (preferred or default or [""])[0]
+        if lead:
+            return [LeadSymptom(rule["kind"], lead, [d for d in named if d != lead][:3])]
+    return []
+
+
+def named_devices(s: Session, text: str) -> list[str]:
+    """Devices of this network the ticket names, in the order it names them: by name, by an address, or by a
+    web name whose URL the service canary already fetched (its answer says which device served it)."""
+    found: list[tuple[int, str]] = []
+    for d in s.devices():
+        m = re.search(rf"(?<![\w-]){re.escape(d.name.lower())}(?![\w-])", text)
+        if m:
+            found.append((m.start(), d.name))
+    for m in _IP.finditer(text):
+        owner = owner_of(s, m.group(1))
+        if owner is not None:
+            found.append((m.start(), owner.name))
+    for url in s.backend.urls:
+        host = (urlparse(url).hostname or "").lower()
+        at = text.find(host) if host else -1
+        if at < 0:
+            continue
+        for out in _fetched(s, url):
+            owner = owner_of(s, out.record.remote_ip) if out.record.remote_ip else None
+            if owner is not None:
+                found.append((at, owner.name))
+                break
+    ordered: list[str] = []
+    for _, name in sorted(found):
+        if name not in ordered:
+            ordered.append(name)
+    return ordered
+
+
+def _fetched(s: Session, url: str) -> list:
+    return [out for step in s.steps if step.tool == "http_get" and step.args.get("url") == url
+            and (out := s.seen("http_get", **step.args)) is not None]
