@@ -119,6 +119,7 @@ def _skill_search(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles
                 for device in targets(s, probe.on, lead):
                     touched.add(device)
                     if _run(s, probe.check, device, f"{lead.kind} {lead.lead} -> skill {family}"):
+                        touched |= _far_ends(s, device)
                         found = match(s.flags, roles=roles)
                         if explains(found, leads, s, tried):
                             return found
@@ -129,6 +130,29 @@ def _skill_search(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles
                 return found
             queue = [f for f in redirects(s, touched) if f not in started] + queue
     return match(s.flags, roles=roles, complete={lead.lead})
+
+
+def _far_ends(s: Session, device: str) -> set[str]:
+    """A router or switch port without carrier: its link's other end is where the cause is (a port set down
+    there, a crashed host); its interfaces are looked at next. Only links with one other device on them."""
+    from faultline.sade.scans.common import same_subnet
+
+    looked: set[str] = set()
+    dev = s.device(device)
+    if dev.role not in INFRA_ROLES:
+        return looked
+    out = s.seen("ip_addr", dev=device)
+    dark = {f.attrs.get("ifname") for f in s.flags if f.device == device and f.kind == "iface_no_carrier"}
+    for iface in out.record.interfaces if out else []:
+        if iface.ifname not in dark:
+            continue
+        for addr in iface.addresses:
+            others = [d.name for d in s.devices() if d.name != device
+                      and any(same_subnet(addr, a) for a in d.addresses)] if ":" not in addr else []
+            if len(others) == 1:
+                _run(s, "interfaces", others[0], f"far end of {device} {iface.ifname}")
+                looked.add(others[0])
+    return looked
 
 
 def _triage(s: Session, leads: list[LeadSymptom], roles: dict[str, str], tried: set[str]) -> list[Match]:
