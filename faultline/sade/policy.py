@@ -96,7 +96,7 @@ FAR_TARGETS = {"routers", "clients", "senders"}
 
 
 def _skill_search(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles: dict[str, str],
-                  tried: set[str]) -> list[Match]:
+                  tried: set[str], passes: tuple[bool, ...] = (False, True)) -> list[Match]:
     """Try the lead's families in index order (with redirections); the matches once they explain the leads.
 
     Near evidence first: a first pass runs every family's probes on the lead and the devices next to it
@@ -104,7 +104,7 @@ def _skill_search(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles
     (every router, every client).
     """
     touched: set[str] = {lead.lead}
-    for far in (False, True):
+    for far in passes:
         queue, started = families_for(lead.kind), set()
         while queue:
             family = queue.pop(0)
@@ -260,10 +260,12 @@ def deterministic(s: Session) -> list[Match]:
     leads = classify(s, sym) or ticket_leads(s)  # the network shows nothing: what the user saw leads
     tried: set[str] = set()
     found = _triage(s, leads, roles, tried)
-    for lead in leads:
-        if found and explains(found, leads, s, tried):
-            break
-        found = _skill_search(s, lead, leads, roles, tried)
+    # near evidence first for every lead (the other suspect's own look before this one's far fan-out)
+    for far in (False, True):
+        for lead in leads:
+            if found and explains(found, leads, s, tried):
+                break
+            found = _skill_search(s, lead, leads, roles, tried, passes=(far,))
     if any(not m.fallback for m in found):
         found = _affected_look(s, _confirmed(s, found, roles), roles)
         return _second_look(s, sym, found, roles, tried)
