@@ -89,12 +89,12 @@ def test_a_lead_goes_to_the_owning_skill_families_in_index_order() -> None:
 
 
 def test_no_symptom_means_the_deep_scan_runs_bottom_up_across_devices() -> None:
-    folder = SAMPLE / "history/sample-history-009"  # dhcp_service_down: reachability is clean
+    folder = SAMPLE / "history/sample-history-047"  # a healthy control: nothing fails anywhere
     diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
     order = {"initial": 0, "A": 1, "B": 2, "C": 3, "D": 4}
-    phases = [order[s.phase] for s in diag.steps]
-    assert phases == sorted(phases)  # every device's A before any B, and so on
-    assert diag.submission is not None and diag.submission.v1.root_cause_name == ["dhcp_service_down"]
+    deep = [order[s.phase] for s in diag.steps if not s.note.startswith("pressure sweep")]
+    assert deep == sorted(deep) and 1 in deep and 3 in deep  # every device's A before any B, and so on
+    assert diag.submission is not None and diag.submission.v1.is_anomaly is False
 
 
 def test_without_a_baseline_the_asn_change_is_seen_through_a_peer() -> None:
@@ -179,3 +179,14 @@ def test_an_isolated_host_is_not_explained_by_one_named_peer_alone() -> None:
     assert not explains(named(hosts[1]), [lead], s, {"dhcp"})
     assert explains(named(hosts[1], hosts[2]), [lead], s, {"dhcp"})  # it fails only with named devices
     assert explains(named(hosts[0]), [lead], s, {"dhcp"})
+
+
+def test_a_server_fault_no_user_sees_is_found_by_the_pressure_sweep_before_the_deep_scan() -> None:
+    folder = SAMPLE / "backlog/sample-backlog-009"  # dhcp_service_down: every pair and every URL answers
+    diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
+    assert diag.submission is not None
+    assert (diag.submission.v1.root_cause_name, diag.submission.v1.faulty_devices) == (
+        ["dhcp_service_down"], ["dhcp_server"])
+    swept = [st for st in diag.steps if st.note.startswith("pressure sweep")]
+    assert swept and {st.phase for st in swept} == {"D"}  # the service devices' own look, nothing bottom-up
+    assert not any(st.phase in ("A", "B", "C") for st in diag.steps) and diag.probe_calls < 20

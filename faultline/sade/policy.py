@@ -269,8 +269,30 @@ def deterministic(s: Session) -> list[Match]:
     if any(not m.fallback for m in found):
         found = _affected_look(s, _confirmed(s, found, roles), roles)
         return _second_look(s, sym, found, roles, tried)
+    if not sym.any and not leads:
+        # the network shows nothing from the users' positions: the faults that show nothing there are on the
+        # servers (a dead daemon, a flood, a rate limit, a starved CPU); their own look first (its probes are
+        # the deep scan's phase D on them, so a healthy network costs nothing more)
+        pressed = _pressure_sweep(s, roles)
+        if pressed:
+            return _affected_look(s, _confirmed(s, pressed, roles), roles)
     swept = _sweep(s, roles)  # nothing but a residual explanation: look everywhere before settling for it
     return swept if any(not m.fallback for m in swept) else found or swept
+
+
+PRESSURE_CHECKS = ("processes", "cpu_throttled", "access_log", "web_config", "dhcp_config", "dns_records")
+
+
+def _pressure_sweep(s: Session, roles: dict[str, str]) -> list[Match]:
+    """SADE's pressure sweep over the service devices: phase D's checks on each, matching after each device;
+    the non-residual matches, or [] to go on with the deep scan."""
+    for dev in s.devices(*sorted(SERVICE_ROLES | {"backend"})):
+        for check in PRESSURE_CHECKS:
+            _run(s, check, dev.name, "pressure sweep (no symptom seen)")
+        found = [m for m in match(s.flags, roles=roles) if not m.fallback]
+        if found:
+            return found
+    return []
 
 
 def _sweep(s: Session, roles: dict[str, str]) -> list[Match]:
