@@ -272,12 +272,16 @@ class WebDosAttack(WebFault):
         return None
 
     def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
-        text = run_probe(ctx, "tail_file", dev=rec.target, path=rec.params["access_log"], lines=2000).record.text
+        text = run_probe(ctx, "tail_file", dev=rec.target, path=rec.params["access_log"], lines=5000).record.text
         ips = set(rec.params.get("attacker_ips") or [rec.params["attacker_ip"]])
-        stamps = [t for addr, t in access_log_entries(text) if addr in ips]
+        entries = access_log_entries(text)
+        stamps = [t for addr, t in entries if addr in ips]
         now = time.time()
         if not stamps or now - max(stamps) > 5:
             return f"no request from {', '.join(sorted(ips))} in the last 5 s of {rec.target}'s access log"
+        silent = sorted(ip for ip in ips if not any(addr == ip and now - t <= 5 for addr, t in entries))
+        if silent:  # a distributed flood comes from every one of its clients
+            return f"no recent request from {', '.join(silent)} in {rec.target}'s access log"
         rate = len(stamps) / (max(stamps) - min(stamps) + 1)
         if rate < DOS_MIN_RATE:
             return f"{', '.join(sorted(ips))} make {rate:.0f} requests/s together, below {DOS_MIN_RATE}"
