@@ -67,6 +67,35 @@ NFT = {"nftables": [{"metainfo": {"version": "1.0.6"}},
                         {"counter": {"packets": 12, "bytes": 720}}, {"drop": None}]}}]}
 
 
+CPU_TWO_SAMPLES = """\
+/proc/stat:cpu  4989454 197567 1178519 4873134 58002 0 37778 83340 0 0
+/proc/stat:cpu0 1920448 100410 569877 3044089 13914 0 17586 43797 0 0
+/proc/stat:cpu1 3069005 97156 608641 1829044 44087 0 20191 39543 0 0
+/proc/stat:procs_running 4
+/proc/7586/stat:7586 (sha256sum) R 7585 7581 32196 0 -1 4194304 156 0 1 0 97 0 0 0 20 0 1 0 5720788 3010560 432 18446744073709551615 94092771094528 94092771129705 140721995804688 0 0 0 0 6 0 0 0 0 17 1 0 0 0 0 0 94092771146704 94092771148384 94092820848640 140721995811539 140721995811559 140721995811559 140721995812837 0
+/proc/7587/stat:7587 (sleep) S 7585 7581 32196 0 -1 4194304 145 0 0 0 0 0 0 0 20 0 1 0 5720788 2990080 378 18446744073709551615 94183515254784 94183515272713 140731670687872 0 0 0 0 6 0 1 0 0 17 0 0 0 0 0 0 94183515286800 94183515288064 94183733477376 140731670690534 140731670690543 140731670690543 140731670691817 0
+/proc/stat:cpu  4989584 197567 1178549 4873174 58002 0 37778 83340 0 0
+/proc/stat:cpu0 1920493 100410 569893 3044128 13914 0 17586 43797 0 0
+/proc/stat:cpu1 3069091 97156 608655 1829045 44087 0 20191 39543 0 0
+/proc/stat:procs_running 3
+/proc/7586/stat:7586 (sha256sum) R 7585 7581 32196 0 -1 4194304 156 0 1 0 157 0 0 0 20 0 1 0 5720788 3010560 432 18446744073709551615 94092771094528 94092771129705 140721995804688 0 0 0 0 6 0 0 0 0 17 0 0 0 0 0 0 94092771146704 94092771148384 94092820848640 140721995811539 140721995811559 140721995811559 140721995812837 0
+/proc/7587/stat:7587 (sleep) S 7585 7581 32196 0 -1 4194304 145 0 0 0 0 0 0 0 20 0 1 0 5720788 2990080 378 18446744073709551615 94183515254784 94183515272713 140731670687872 0 0 0 0 6 0 1 0 0 17 0 0 0 0 0 0 94183515286800 94183515288064 94183733477376 140731670690534 140731670690543 140731670690543 140731670691817 0
+"""  # recorded on this machine: sha256sum busy (60 % while the tests ran), sleep idle
+
+
+def test_parse_cpu_usage_from_two_samples_of_proc():
+    from faultline.network.parse_cpu import parse_cpu_usage
+
+    rec = parse_cpu_usage("b", CPU_TWO_SAMPLES, 1.0)
+    assert (rec.cpus, rec.running, rec.error) == (2, 3, None)
+    assert rec.busy_pct == 80.0  # 40 idle jiffies of 200 over both CPUs
+    by_comm = {p.comm: p for p in rec.processes}
+    assert by_comm["sha256sum"].cpu_pct == 60.0 and by_comm["sha256sum"].state == "R"
+    assert by_comm["sleep"].cpu_pct == 0.0 and by_comm["sleep"].state == "S"
+    half = parse_cpu_usage("b", CPU_TWO_SAMPLES.split("/proc/stat:cpu  4989584")[0], 1.0)
+    assert half.processes == [] and "two samples" in half.error
+
+
 def test_parse_ping_loss_and_errors():
     rec = pp.parse_ping("a", "10.0.2.2", PING_LOSS)
     assert (rec.tx, rec.rx, rec.loss_pct, rec.rtt_avg_ms, rec.status) == (10, 7, 30.0, 0.083, "loss")
@@ -366,6 +395,25 @@ def test_service_probes_http_sockets_processes_dig_vtysh(lab, tmp_path):
     assert dns.status in {"refused", "timeout"} and dns.answers == []
     vty = run_probe(lab, "vtysh_show", dev="r", command="show ip route json")
     assert vty.result.argv[:3] == ["vtysh", "-N", "flp-r"] and vty.record.error  # no FRR here: an error record
+
+
+@pytest.mark.lab
+def test_cpu_usage_sees_what_a_process_uses_now_on_its_own_device(lab):
+    busy = subprocess.Popen(["ip", "netns", "exec", "flp-b", "sha256sum", "/dev/zero"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        out = run_probe(lab, "cpu_usage", dev="b", interval_s=1.0)
+        assert out.result.argv[:2] == ["sh", "-c"] and out.result.namespace is None
+        rec = out.record
+        assert rec.error is None and rec.cpus and rec.cpus >= 1
+        assert any(p.comm == "sha256sum" and p.cpu_pct >= 30 for p in rec.processes), rec.processes
+        assert not any(p.comm == "sha256sum" for p in run_probe(lab, "cpu_usage", dev="a").record.processes)
+    finally:
+        busy.kill()
+        busy.wait()
+    with pytest.raises(ProbeError, match="interval_s"):
+        run_probe(lab, "cpu_usage", dev="b", interval_s=60)
 
 
 @pytest.mark.lab

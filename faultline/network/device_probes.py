@@ -2,7 +2,7 @@
 
 Probes: ping, traceroute, ip_addr, ip_route, ip_link, ip_neigh, nft_ruleset, iptables_rules,
 tc_qdisc, vtysh_show, sockets, processes, nstat, bridge_fdb, dig, http_get, read_file, tail_file,
-dhcp_check, cgroup_cpu. Every argument is validated (`validate`) before a process starts.
+dhcp_check, cgroup_cpu, cpu_usage. Every argument is validated (`validate`) before a process starts.
 """
 
 from __future__ import annotations
@@ -184,6 +184,30 @@ def dhcp_check(ctx: ProbeContext, src: str, ifname: str = "eth0", timeout_s: flo
     res = ctx.runner.run(d.name, argv, namespace=d.namespace, timeout_s=_timeout(timeout_s))
     record = ps.parse_udhcpc(d.name, i, res.stdout, res.stderr, res.exit_code, res.timed_out)
     return _output("dhcp_check", d.name, {"src": d.name, "ifname": i}, record, res)
+
+
+# the two samples in one command (one recorded answer per snapshot); the paths follow as arguments, never
+# spliced into the script
+_TWO_SAMPLES = 'grep -H "" "$@"; sleep "$0"; grep -H "" "$@"'
+
+
+@register("cpu_usage")
+def cpu_usage(ctx: ProbeContext, dev: str, interval_s: float = 1.0, timeout_s: float | None = None) -> ProbeOutput:
+    """CPU time of each of the device's processes over `interval_s` (two samples of /proc, read from the root
+    namespace: `ip netns pids`, then `grep -H` over /proc/stat and each /proc/<pid>/stat, twice); record
+    `CpuUsage`. What a process really used lately, where `ps` averages over its whole life."""
+    from faultline.network import parse_cpu
+
+    d, t = v.device(ctx.directory, dev), _timeout(timeout_s)
+    gap = float(v.number("interval_s", interval_s, 0.2, 5, integer=False))
+    args = {"dev": d.name, "interval_s": gap}
+    pids_res = ctx.runner.run(d.name, ["ip", "netns", "pids", d.namespace], namespace=None, timeout_s=t)
+    pids = sorted({int(tok) for tok in pids_res.stdout.split() if tok.isdigit()})
+    paths = ["/proc/stat", *(f"/proc/{pid}/stat" for pid in pids)]
+    res = ctx.runner.run(d.name, ["sh", "-c", _TWO_SAMPLES, str(gap), *paths], namespace=None, timeout_s=t)
+    # a process may exit between the samples: grep complains about its file, the rest is read
+    error = None if pids_res.ok else (pp._first_line(pids_res.stderr) or "ip netns pids failed")
+    return _output("cpu_usage", d.name, args, parse_cpu.parse_cpu_usage(d.name, res.stdout, gap, error), res)
 
 
 @register("cgroup_cpu")

@@ -7,7 +7,7 @@ raises `ProbeError` before a process is started.
 
 Probes: the device probes of `device_probes` (ping, traceroute, ip_addr, ip_route, ip_link, ip_neigh,
 nft_ruleset, iptables_rules, tc_qdisc, vtysh_show, sockets, processes, nstat, bridge_fdb, dig,
-http_get, read_file, tail_file, dhcp_check, cgroup_cpu) and the network-wide `reachability`.
+http_get, read_file, tail_file, dhcp_check, cgroup_cpu, cpu_usage) and the network-wide `reachability`.
 """
 
 from __future__ import annotations

@@ -343,3 +343,24 @@ class CgroupCpu(Record):
     hierarchy: str  # where the v1 cpu controller is mounted
     groups: list[CgroupCpuGroup]
     error: str | None = None
+
+
+class ProcessCpu(Record):
+    """One process's CPU use between the two samples of `cpu_usage`."""
+
+    pid: int
+    comm: str
+    state: str  # R running, S sleeping, D waiting on I/O, Z zombie, ...
+    cpu_pct: float  # percent of one CPU over the interval (two busy threads: up to 200)
+
+
+class CpuUsage(Record):
+    """`cpu_usage`: CPU time per process over an interval, from two samples of /proc, and the machine's load."""
+
+    device: str
+    interval_s: float
+    cpus: int | None = None
+    busy_pct: float | None = None  # the whole machine's CPUs, percent busy over the interval
+    running: int | None = None  # runnable tasks at the second sample (procs_running)
+    processes: list[ProcessCpu]
+    error: str | None = None

@@ -179,6 +179,8 @@ def standard_calls(ctx: ProbeContext, protocol: str, names: Sequence[str] = (),
             calls.append(("dhcp_check", {"src": d.name}))
         if "cgroup_cpu" in probe_names() and d.role not in ("router", "switch"):
             calls.append(("cgroup_cpu", {"dev": d.name}))
+        if "cpu_usage" in probe_names() and d.role not in ("router", "switch"):
+            calls.append(("cpu_usage", {"dev": d.name, "interval_s": 1.0}))
     calls.append(("reachability", {}))
     for src in client_positions(devices):
         for name in names:

@@ -35,6 +35,7 @@ class Backend:
     files: dict[str, list[str]] = field(default_factory=dict)
     dns_names: list[str] = field(default_factory=list)
     urls: list[str] = field(default_factory=list)
+    offered: frozenset[str] | None = None  # probes this network can answer (None: every registered probe)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _baseline_cache: dict[str, ProbeOutput | None] = field(default_factory=dict, repr=False)
 
@@ -44,6 +45,11 @@ class Backend:
 
     def device(self, name: str) -> Device:
         return self.ctx.directory.device(name)
+
+    def offers(self, name: str) -> bool:
+        """Whether this network can answer probe `name` at all (a snapshot recorded before a probe existed
+        cannot): asking costs nothing."""
+        return self.offered is None or name in self.offered
 
     def probe(self, name: str, /, **args: Any) -> ProbeOutput:
         """Run one probe on the network (counted). A snapshot that lacks the call answers NotRecordedResult."""
@@ -84,7 +90,8 @@ def snapshot_backend(snapshot_file: Path, baseline_file: Path | None = None, *, 
         elif call.probe == "http_get" and call.args["url"] not in urls:
             urls.append(call.args["url"])
     return Backend(kind="snapshot", ctx=incident.context(), baseline_ctx=base, scenario=incident.scenario,
-                   size=incident.size, files=files, dns_names=names, urls=urls)
+                   size=incident.size, files=files, dns_names=names, urls=urls,
+                   offered=frozenset(call.probe for call in incident.calls))
 
 
 def lab_backend(settings: Settings) -> Backend:

@@ -39,13 +39,7 @@ def _processes(s: Session, dev: Device) -> None:
     procs = out.record.processes
     base = s.baseline("processes", dev=dev.name)
     if is_end(dev):
-        usual = {p.args or p.comm for p in base.record.processes if p.cpu_pct >= BUSY_PCT} if base else set()
-        busy = [p for p in procs if p.cpu_pct >= BUSY_PCT and (p.args or p.comm) not in usual]
-        if busy:
-            total = sum(p.cpu_pct for p in busy)
-            flag(s, SCAN_P, dev, "cpu_busy", f"{len(busy)} process(es) using {total:.0f}% CPU: " + "; ".join(
-                 f"pid {p.pid} {p.comm} {p.cpu_pct:.0f}%" for p in busy[:4]), family="resource",
-                 cpu_pct=round(total, 1))
+        _busy(s, dev, procs, base)
     if is_end(dev) and not procs and base is not None and base.record.processes:
         flag(s, SCAN_P, dev, "processes_gone", f"no process left (baseline: {len(base.record.processes)})",
              family="host_crash")
@@ -56,6 +50,28 @@ def _processes(s: Session, dev: Device) -> None:
     if dev.role == "router" and not any(name in (p.args or p.comm) for p in procs for name in ("zebra", "bgpd",
                                                                                                "ospfd", "ripd")):
         flag(s, SCAN_P, dev, "frr_processes_missing", f"no FRR daemon among {len(procs)} processes", family="frr")
+
+
+def _busy(s: Session, dev: Device, procs: list, base) -> None:
+    """Processes using half a CPU or more: over the last second (two samples of /proc) where the network can
+    take them, else `ps`'s average over each process's life; a process as busy in the baseline is usual."""
+    sampled = s.probe("cpu_usage", dev=dev.name, interval_s=1.0, note="CPU use over one second") \
+        if s.backend.offers("cpu_usage") else None
+    if sampled is not None and not sampled.record.error:
+        rows, how = sampled.record.processes, "over 1 s"
+        before = s.baseline("cpu_usage", dev=dev.name, interval_s=1.0)
+        usual = {p.comm for p in before.record.processes if p.cpu_pct >= BUSY_PCT} if before else set()
+        busy = [p for p in rows if p.cpu_pct >= BUSY_PCT and p.comm not in usual]
+        load = f"; {sampled.record.running} runnable, the machine {sampled.record.busy_pct:.0f}% busy"
+    else:
+        how, load = "on average since it started", ""
+        usual = {p.args or p.comm for p in base.record.processes if p.cpu_pct >= BUSY_PCT} if base else set()
+        busy = [p for p in procs if p.cpu_pct >= BUSY_PCT and (p.args or p.comm) not in usual]
+    if busy:
+        total = sum(p.cpu_pct for p in busy)
+        flag(s, SCAN_P, dev, "cpu_busy", f"{len(busy)} process(es) using {total:.0f}% of a CPU {how}: " + "; ".join(
+             f"pid {p.pid} {p.comm} {p.cpu_pct:.0f}%" for p in busy[:4]) + load, family="resource",
+             cpu_pct=round(total, 1))
 
 
 def _cpu_throttled(s: Session, dev: Device) -> None:
