@@ -58,12 +58,12 @@ def by_mechanism(evaluated: list, mechs: dict[str, list[tuple[str, str]]]) -> di
             groups.setdefault(mech, []).append(e.score)
             pairs.setdefault((label, mech), []).append(e.score)
     per_mech = {m: summarize(s)[0].model_dump() for m, s in sorted(groups.items())}
-    per_pair = {f"{label}:{m}": summarize(s)[0].model_dump() for (label, m), s in sorted(pairs.items())}
+    pair_scores = {pair: summarize(s)[0] for pair, s in sorted(pairs.items())}
+    per_pair = {f"{label}:{m}": s.model_dump() for (label, m), s in pair_scores.items()}
     worst: dict[str, dict[str, Any]] = {}
-    for (label, m), s in sorted(pairs.items()):
-        rca = summarize(s)[0].rca_f1
-        if label != "healthy" and (label not in worst or rca < worst[label]["rca_f1"]):
-            worst[label] = {"mechanism": m, "rca_f1": rca, "n": len(s),
+    for (label, m), s in pair_scores.items():
+        if label != "healthy" and (label not in worst or s.rca_f1 < worst[label]["rca_f1"]):
+            worst[label] = {"mechanism": m, "rca_f1": s.rca_f1, "n": s.n,
                             "mechanisms": sorted({mm for (lb, mm) in pairs if lb == label})}
     return {"per_mechanism": per_mech, "per_label_mechanism": per_pair, "worst_per_label": worst}
 

@@ -222,7 +222,7 @@ def test_a_distributed_flood_comes_from_several_subnets_and_stops_on_recover(lab
     state, ctx = lab
     rec = faults.inject(state, "web_dos_attack", "web_server_1", mechanism="distributed")
     try:
-        assert rec.variant == "distributed" and rec.ground_truth()["mechanism_id"] == "distributed"
+        assert rec.mechanism_id == "distributed" and rec.ground_truth()["mechanism_id"] == "distributed"
         assert sorted(rec.params["attackers"]) == ["host_1_1_1_1", "host_2_1_1_1"]  # one per subnet of the lab
         assert [r.id for r in faults.verify(state, ctx)] == [rec.id]  # verified: every client's requests arrive
         text = run_probe(ctx, "tail_file", dev="web_server_1", path=rec.params["access_log"], lines=5000).record.text

@@ -89,7 +89,7 @@ def inject_command(
     from faultline.lab import faults
 
     state = _running_lab(ctx.obj)
-    rec = faults.inject(state, label, target, seed, mechanism=mechanism or faults.choose_mechanism(label))
+    rec = faults.inject(state, label, target, seed, mechanism=mechanism or "standard")
     if as_json:
         print_json({"id": rec.id, "target": rec.target, "mechanism": rec.mechanism, **rec.ground_truth()})
         return

@@ -19,7 +19,7 @@ from faultline.sade.index import LeadSymptom, classify, families_for, redirects,
 from faultline.sade.initial import Symptoms, initial_scan, service_canary
 from faultline.sade.matcher import Match, match
 from faultline.sade.scans import CHECKS_BY_NAME, PHASE_SCANS
-from faultline.sade.scans.common import behind
+from faultline.sade.scans.common import behind, same_subnet
 from faultline.sade.session import Session
 from faultline.sade.skills import skill
 from faultline.sade.ticket import ticket_leads
@@ -135,8 +135,6 @@ def _skill_search(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles
 def _far_ends(s: Session, device: str) -> set[str]:
     """A router or switch port without carrier: its link's other end is where the cause is (a port set down
     there, a crashed host); its interfaces are looked at next. Only links with one other device on them."""
-    from faultline.sade.scans.common import same_subnet
-
     looked: set[str] = set()
     dev = s.device(device)
     if dev.role not in INFRA_ROLES:
@@ -216,6 +214,11 @@ def _confirmed(s: Session, found: list[Match], roles: dict[str, str]) -> list[Ma
     return [m for m in match(s.flags, roles=roles) if not m.fallback] or found
 
 
+def _settled(s: Session, found: list[Match], roles: dict[str, str]) -> list[Match]:
+    """An answer once its fingerprints' own checks ran: `confirm` on its devices, `affected` on the users."""
+    return _affected_look(s, _confirmed(s, found, roles), roles)
+
+
 def _affected_look(s: Session, found: list[Match], roles: dict[str, str]) -> list[Match]:
     """A server-side answer that names the users it reached by a flag (`flagged:<kind>`) but was found without
     any of them (from a ticket, say) runs its fingerprint's `affected` check on the user positions, one per
@@ -267,15 +270,14 @@ def deterministic(s: Session) -> list[Match]:
                 break
             found = _skill_search(s, lead, leads, roles, tried, passes=(far,))
     if any(not m.fallback for m in found):
-        found = _affected_look(s, _confirmed(s, found, roles), roles)
-        return _second_look(s, sym, found, roles, tried)
+        return _second_look(s, sym, _settled(s, found, roles), roles, tried)
     if not sym.any and not leads:
         # the network shows nothing from the users' positions: the faults that show nothing there are on the
         # servers (a dead daemon, a flood, a rate limit, a starved CPU); their own look first (its probes are
         # the deep scan's phase D on them, so a healthy network costs nothing more)
         pressed = _pressure_sweep(s, roles)
         if pressed:
-            return _affected_look(s, _confirmed(s, pressed, roles), roles)
+            return _settled(s, pressed, roles)
     swept = _sweep(s, roles)  # nothing but a residual explanation: look everywhere before settling for it
     return swept if any(not m.fallback for m in swept) else found or swept
 

@@ -4,7 +4,7 @@ A user's ticket often says what they saw ("can't resolve", "no IP address", "web
 where the network itself looks fine from the probes' positions. The index's `ticket:` rules
 (`prompts/skills/index.yml`, data) turn the first matching words into a lead symptom kind; the lead device
 is one the ticket names (a device name, an address of this network, a web name the canary reached), else
-the role the rule names. Only the ticket's title, description and environment are read: never its
+the role the rule names. Only what the user reported is read (the title and description): never its
 resolution. Without a ticket nothing changes.
 """
 
@@ -14,10 +14,8 @@ import re
 from urllib.parse import urlparse
 
 from faultline.sade.index import LeadSymptom, load_index
-from faultline.sade.scans.common import owner_of
+from faultline.sade.scans.common import IPV4_TEXT, owner_of
 from faultline.sade.session import Session
-
-_IP = re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){3})\b")
 
 
 def ticket_leads(s: Session) -> list[LeadSymptom]:
@@ -46,7 +44,7 @@ def named_devices(s: Session, text: str) -> list[str]:
         m = re.search(rf"(?<![\w-]){re.escape(d.name.lower())}(?![\w-])", text)
         if m:
             found.append((m.start(), d.name))
-    for m in _IP.finditer(text):
+    for m in IPV4_TEXT.finditer(text):
         owner = owner_of(s, m.group(1))
         if owner is not None:
             found.append((m.start(), owner.name))

@@ -47,7 +47,7 @@ class FaultRecord:
     mechanism: str  # what was really done, in words (says so when it substitutes NIKA's mechanism)
     params: dict[str, Any] = field(default_factory=dict)  # what `recover` needs (tables, pids, config lines)
     injected_at: str = ""
-    variant: str = "standard"  # which of the label's mechanisms (`Fault.mechanisms`) was used
+    mechanism_id: str = "standard"  # which of the label's mechanisms (`Fault.mechanisms`) was used
 
     def ground_truth(self) -> dict[str, Any]:
         """This fault's ground truth in NIKA v1 and v2 form plus the root-cause category."""
@@ -55,7 +55,7 @@ class FaultRecord:
             "v1": {"is_anomaly": True, "faulty_devices": list(self.faulty_devices), "root_cause_name": self.label},
             "v2": {"resource_id": self.resource_id, "fault_type": self.fault_type},
             "category": self.category,
-            "mechanism_id": self.variant,
+            "mechanism_id": self.mechanism_id,
         }
 
 
@@ -135,18 +135,23 @@ class Fault:
 
     # --- the public API ---------------------------------------------------------------------
 
-    def inject(self, state: LabState, target: str | None, rng: random.Random, variant: str = "standard") -> FaultRecord:
-        """Put the fault on `target` (or a device drawn from `rng`) by mechanism `variant`; record it in `state`
-        and save it."""
-        if variant not in self.mechanisms:
-            raise FaultError(f"{self.label} has no mechanism {variant!r}",
-                             fix=f"choose one of: {', '.join(self.mechanisms)} (`faultline lab faults --json`)")
+    @classmethod
+    def check_mechanism(cls, name: str) -> None:
+        """FaultError unless `name` is one of this label's mechanisms."""
+        if name not in cls.mechanisms:
+            raise FaultError(f"{cls.label} has no mechanism {name!r}", fix=f"choose one of: {', '.join(cls.mechanisms)}")
+
+    def inject(self, state: LabState, target: str | None, rng: random.Random,
+               mechanism_id: str = "standard") -> FaultRecord:
+        """Put the fault on `target` (or a device drawn from `rng`) by mechanism `mechanism_id`; record it in
+        `state` and save it."""
+        self.check_mechanism(mechanism_id)
         topo = lab_topology(state)
         device = self.pick_target(state, topo, target, rng)
         state.fault_counter += 1
         record = FaultRecord(id=f"f{state.fault_counter}", label=self.label, category=self.category, target=device,
                              faulty_devices=[device], resource_id=f"node/{device}", fault_type=self.fault_type,
-                             mechanism="", injected_at=now(), variant=variant)
+                             mechanism="", injected_at=now(), mechanism_id=mechanism_id)
         self.record = record
         self.apply(state, topo, record, rng)
         state.faults.append(asdict(record))

@@ -206,7 +206,7 @@ class CpuContention(Fault):
                              fix="check the lab with `faultline lab status`; the service must be up")
         group = group_path(rec.id, state.prefix)
         marker = f"fl-cpujoin-{rec.id}"
-        load = LOADS[rec.variant]
+        load = LOADS[rec.mechanism_id]
         rec.params = {"cgroup": str(group), "quota_us": QUOTA_US, "period_us": PERIOD_US, "src": src, "url": url,
                       "load": list(load),
                       "baseline_ms": baseline, "baseline_samples": samples, "helper_pid": None,

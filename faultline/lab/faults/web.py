@@ -234,7 +234,8 @@ class WebDosAttack(WebFault):
     }
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
-        attackers = _spread(topo, web_clients(topo), DOS_SOURCES) if rec.variant == "distributed" else web_clients(topo)[-1:]
+        clients = web_clients(topo)
+        attackers = _spread(topo, clients, DOS_SOURCES) if rec.mechanism_id == "distributed" else clients[-1:]
         ip = main_ip(state.device(rec.target))
         group = cgroups.create(rec.id, DOS_CPU_PCT, state.prefix)
         n = len(attackers)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Any
 
 from faultline.network.devices import Device
@@ -10,6 +11,7 @@ from faultline.sade.records import Flag
 from faultline.sade.session import Session
 
 END_ROLES = frozenset({"host", "client", "server", "web", "dns", "dhcp", "lb", "backend"})
+IPV4_TEXT = re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){3})\b")  # a dotted IPv4 address inside free text
 
 
 def ipv4(addr: str) -> tuple[str, int] | None:

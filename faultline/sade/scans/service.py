@@ -14,7 +14,7 @@ import re
 from collections import Counter
 
 from faultline.network.devices import Device
-from faultline.sade.scans.common import flag, ipv4, is_end, owner_of, same_subnet
+from faultline.sade.scans.common import IPV4_TEXT, flag, ipv4, is_end, owner_of, same_subnet
 from faultline.sade.session import Session
 
 SCAN_P, SCAN_S = "pressure_sweep", "service_snapshot"
@@ -22,7 +22,6 @@ BUSY_PCT = 50.0  # a process that averaged half a CPU or more since it started
 THROTTLED_SHARE, MIN_PERIODS = 0.5, 10  # a CPU group stopped in most of its (at least 10) periods
 SURGE_PER_S = 50  # requests logged within one second: far above a user's (the lab's probes make 1-3)
 DAEMON = {"dns": "dnsmasq", "dhcp": "dnsmasq", "web": "nginx", "lb": "nginx", "backend": "nginx"}
-_IP = re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){3})\b")
 _ACCESS = re.compile(r"^(\S+) \S+ \S+ \[([^\]]+)\]", re.MULTILINE)  # combined/common log format
 
 
@@ -111,8 +110,9 @@ def _access_log(s: Session, dev: Device) -> None:
     for ip, n in clients.most_common(4):
         owner = owner_of(s, ip)
         names.append(f"{ip} ({owner.name if owner else 'outside this network'}): {n}")
+    cut = (out := s.seen("read_file", dev=dev.name, path=path)) is not None and out.record.truncated
     flag(s, SCAN_S, dev, "request_surge", f"{path}: {peak} requests in the second {stamp}, {len(rows)} logged"
-         f"{' (first 256 KiB read)' if len(text) >= 262144 else ''}; senders {', '.join(names)}", family="resource",
+         f"{' (the start of the file only)' if cut else ''}; senders {', '.join(names)}", family="resource",
          peak_per_s=peak, senders=[ip for ip, _ in clients.most_common(4)])
 
 
@@ -132,7 +132,7 @@ def _dns_records(s: Session, dev: Device) -> None:
         return
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) < 2 or not _IP.fullmatch(parts[0]):
+        if len(parts) < 2 or not IPV4_TEXT.fullmatch(parts[0]):
             continue
         owner = owner_of(s, parts[0])
         if owner is None or owner.role in ("host", "client", "router", "switch"):
