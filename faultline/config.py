@@ -100,6 +100,41 @@ class Settings(BaseSettings):
         "characters: a lowercase letter, lowercase letters or digits, one '-' at the end.",
     )
 
+    lab_mgmt_subnet: str = Field(
+        "172.31.254.0/24",
+        description="IPv4 /24 of the lab's management network (`lab up --mgmt`): the root namespace's bridge takes "
+        ".1, the nodes .2 onwards, each on an interface `mgmt0` in a VRF of its own namespace (the data plane's "
+        "routing tables never see it). Pick a range your machine does not use.",
+    )
+
+    # --- SSH backend (faultline/network/ssh): devices from a nornir-style inventory, reached over SSH ---
+    ssh_inventory: Path | None = Field(
+        None, description="Inventory folder (hosts.yaml, groups.yaml, defaults.yaml) of the devices the nightly run "
+        "probes with `--network ssh`."
+    )
+    ssh_known_hosts: Path | None = Field(
+        None, description="known_hosts file every SSH host key is checked against (default: `known_hosts` beside "
+        "the inventory's hosts.yaml, else ~/.ssh/known_hosts)."
+    )
+    ssh_accept_new_host_keys: bool = Field(
+        False, description="Lab only: add the key of a host missing from known_hosts instead of refusing it (a "
+        "changed key is still refused)."
+    )
+    ssh_key_file: Path | None = Field(
+        None, description="Private key file for SSH logins (default: the inventory's `ssh_key_file`, then "
+        "ssh-agent and ~/.ssh's default keys)."
+    )
+    ssh_secrets_file: Path | None = Field(
+        None, description="YAML file of {host or '*': password}, readable by its owner alone (mode 0600); "
+        "passwords are also read from FAULTLINE_SSH_PASSWORD. Never written anywhere."
+    )
+    ssh_pool_size: int = Field(4, ge=1, le=256, description="SSH connections open at the same time, all devices.")
+    ssh_per_device: int = Field(2, ge=1, le=32, description="Commands running at the same time on one device.")
+    ssh_connect_timeout_s: float = Field(5.0, gt=0, description="Seconds to open one SSH connection.")
+    ssh_retries: int = Field(
+        2, ge=0, description="Reconnect attempts after a connection fails or drops (back-off 0.5 s, doubling)."
+    )
+
     # --- LLM gateway and ASTRA agents (faultline/llm, faultline/astra/prefetch.py, agents/) ---
     llm_retries: int = Field(
         3, ge=0, description="Extra attempts after the first when a model call fails in transport or "

@@ -16,6 +16,8 @@ def lab_command(
     snapshot: Optional[Path] = typer.Option(None, "--snapshot", help="Serve a recorded incident snapshot "
                                             "(snapshot.json.gz; no root needed) instead of the running lab."),
     lab: bool = typer.Option(False, "--lab", help="Serve the running lab (root); the default without --snapshot."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", help="Serve the devices of this inventory folder, "
+                                             "reached over SSH (hosts.yaml, ..., known_hosts)."),
     incident: Optional[str] = typer.Option(None, "--incident", help="Incident id submissions are stored under "
                                            "(default: the snapshot's folder name)."),
     submission_out: Optional[Path] = typer.Option(None, "--submission-out", help="Write the submission to this "
@@ -28,11 +30,13 @@ def lab_command(
     from faultline.errors import FaultlineError
     from faultline.mcp import lab_server
     from faultline.network import snapshot as snap
-    from faultline.sade.backend import Backend, lab_backend
+    from faultline.sade.backend import Backend, lab_backend, ssh_backend
 
-    if snapshot is not None and lab:
-        raise FaultlineError("--snapshot and --lab exclude each other", fix="pick one network to serve")
-    if snapshot is not None:
+    if sum((snapshot is not None, lab, inventory is not None)) > 1:
+        raise FaultlineError("--snapshot, --lab and --inventory exclude each other", fix="pick one network to serve")
+    if inventory is not None:
+        backend = ssh_backend(ctx.obj, inventory)
+    elif snapshot is not None:
         if not snapshot.is_file():
             raise FaultlineError(f"{snapshot} does not exist", fix="give an incident's snapshot.json.gz")
         recorded = snap.load(snapshot)  # no baseline: an agent sees only the incident network

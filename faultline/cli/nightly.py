@@ -23,13 +23,16 @@ def nightly_command(
     llm: Optional[str] = typer.Option(None, "--llm", help="litellm model for every LLM step (default: the "
                                       "deterministic analyst)."),
     # NetworkBackend of faultline.nightly.backlog, spelled out: the CLI imports no engine module at start-up
-    network: Literal["snapshot", "lab"] = typer.Option("snapshot", "--network", help="snapshot: the incidents' "
-                                                       "recorded snapshots; lab: the live lab (root)."),
+    network: Literal["snapshot", "lab", "ssh"] = typer.Option(
+        "snapshot", "--network", help="snapshot: the incidents' recorded snapshots; lab: the live lab (root); ssh: "
+        "the devices of --inventory (or the ssh_inventory setting) over SSH."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", help="Inventory folder for --network ssh."),
     rounds: int = typer.Option(5, "--rounds", min=1, max=5, help="Most ASTRA judge/refine rounds."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ) -> None:
     """Run the nightly flow now: analyse the backlog both ways, evaluate, refresh the marts."""
-    summary = run_nightly(ctx.obj, corpus=corpus, limit=limit, incidents=incident or None, llm_model=llm,
+    settings = ctx.obj if inventory is None else ctx.obj.model_copy(update={"ssh_inventory": inventory.resolve()})
+    summary = run_nightly(settings, corpus=corpus, limit=limit, incidents=incident or None, llm_model=llm,
                           network_backend=network, max_rounds=rounds, progress=not as_json)
     if as_json:
         print_json(summary)

@@ -10,12 +10,17 @@ import typer
 from faultline.cli.output import print_json, print_table
 
 
-def _backend(ctx: typer.Context, incident: str, backend: str, url: Optional[str]):
+def _backend(ctx: typer.Context, incident: str, backend: str, url: Optional[str], inventory: Optional[Path] = None):
     from faultline.errors import FaultlineError
-    from faultline.sade.backend import lab_backend, snapshot_backend
+    from faultline.sade.backend import lab_backend, snapshot_backend, ssh_backend
 
     if backend == "lab":
         return lab_backend(ctx.obj), incident
+    if backend == "ssh":
+        if inventory is None:
+            raise FaultlineError("--backend ssh needs --inventory",
+                                 fix="pass the folder holding hosts.yaml (e.g. one `faultline lab inventory` wrote)")
+        return ssh_backend(ctx.obj, inventory), incident
     if backend == "mcp":
         from faultline.sade.mcp_backend import mcp_backend
 
@@ -41,8 +46,10 @@ def _backend(ctx: typer.Context, incident: str, backend: str, url: Optional[str]
 def diagnose_command(
     ctx: typer.Context,
     incident: str = typer.Argument(..., help="Incident folder, snapshot file or ingested incident id."),
-    backend: str = typer.Option("snapshot", "--backend", help="snapshot | lab | mcp"),
+    backend: str = typer.Option("snapshot", "--backend", help="snapshot | lab | mcp | ssh"),
     url: Optional[str] = typer.Option(None, "--url", help="MCP server URL or command (with --backend mcp)."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", help="Inventory folder of the devices (with "
+                                             "--backend ssh): hosts.yaml, groups.yaml, defaults.yaml, known_hosts."),
     policy: str = typer.Option("deterministic", "--policy", help="deterministic | llm"),
     model: Optional[str] = typer.Option(None, "--model", help="litellm model for --policy llm."),
     method: str = typer.Option("sade", "--method", help="sade (phase-gated) | flat (every scan everywhere)."),
@@ -52,9 +59,19 @@ def diagnose_command(
     as_json: bool = typer.Option(False, "--json", help="Print the whole diagnosis as JSON."),
 ) -> None:
     """Diagnose one incident with SADE and print its submission, steps and flags."""
+    from faultline.sade.backend import close_backend
+
+    net, incident_id = _backend(ctx, incident, backend, url, inventory)
+    try:
+        _diagnose_and_print(ctx, net, incident, incident_id, backend, policy, model, method, save, ticket, as_json)
+    finally:
+        close_backend(net)
+
+
+def _diagnose_and_print(ctx, net, incident: str, incident_id: str, backend: str, policy: str, model, method: str,
+                        save: bool, ticket, as_json: bool) -> None:
     from faultline.sade.engine import diagnose
 
-    net, incident_id = _backend(ctx, incident, backend, url)
     run_policy, policy_name = None, "deterministic"
     if policy == "llm":
         from faultline.sade.llm_policy import llm_policy_runner

@@ -25,6 +25,8 @@ class InventoryHost(BaseModel):
     role: str | None = None
     site: str | None = None
     addresses: list[str] = Field(default_factory=list, description="IPs without prefix length.")
+    networks: list[str] = Field(default_factory=list, description="data.addresses as written (with their prefix "
+                                "length where given): the device's own interface addresses, not its hostname.")
     dns_names: list[str] = Field(default_factory=list)
     interfaces: list[str] = Field(default_factory=list)
     data: dict[str, Any] = Field(default_factory=dict, description="The rest of the resolved data.")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from faultline.network import allowlist
 from faultline.network import parse_services as ps
 from faultline.network import parsers as pp
 from faultline.network import validate as v
@@ -111,7 +112,7 @@ def processes(ctx: ProbeContext, dev: str, timeout_s: float | None = None) -> Pr
         if not pids_res.ok:
             record = record.model_copy(update={"error": pp._first_line(pids_res.stderr) or "ip netns pids failed"})
         return _output("processes", d.name, {"dev": d.name}, record, pids_res)
-    res = ctx.runner.run(d.name, ["ps", "-o", "pid=,ppid=,user=,pcpu=,pmem=,comm=,args=", "-p",
+    res = ctx.runner.run(d.name, ["ps", "-o", allowlist.PS_FORMAT, "-p",
                                   ",".join(map(str, pids))], namespace=None, timeout_s=t)
     return _output("processes", d.name, {"dev": d.name}, ps.parse_ps(d.name, res.stdout), res)
 
@@ -140,7 +141,7 @@ def http_get(ctx: ProbeContext, src: str, url: str, timeout_s: float | None = No
     d, u, t = v.device(ctx.directory, src), v.url(url), _timeout(timeout_s)
     max_time = str(max(1, int((t or ctx.runner.timeout_s) - 1)))
     argv = ["curl", "-sS", "-o", "/dev/null", "--proto", "=http,https", "--max-redirs", "0",
-            "--connect-timeout", "5", "--max-time", max_time, "-w", ps.HTTP_WRITE_OUT, u]
+            "--connect-timeout", "5", "--max-time", max_time, "-w", allowlist.HTTP_WRITE_OUT, u]
     res = ctx.runner.run(d.name, argv, namespace=d.namespace, timeout_s=t)
     record = ps.parse_curl(d.name, u, res.stdout, res.stderr, res.exit_code)
     return _output("http_get", d.name, {"src": d.name, "url": u}, record, res)
@@ -186,9 +187,6 @@ def dhcp_check(ctx: ProbeContext, src: str, ifname: str = "eth0", timeout_s: flo
     return _output("dhcp_check", d.name, {"src": d.name, "ifname": i}, record, res)
 
 
-# the two samples in one command (one recorded answer per snapshot); the paths follow as arguments, never
-# spliced into the script
-_TWO_SAMPLES = 'grep -H "" "$@"; sleep "$0"; grep -H "" "$@"'
 
 
 @register("cpu_usage")
@@ -204,7 +202,7 @@ def cpu_usage(ctx: ProbeContext, dev: str, interval_s: float = 1.0, timeout_s: f
     pids_res = ctx.runner.run(d.name, ["ip", "netns", "pids", d.namespace], namespace=None, timeout_s=t)
     pids = sorted({int(tok) for tok in pids_res.stdout.split() if tok.isdigit()})
     paths = ["/proc/stat", *(f"/proc/{pid}/stat" for pid in pids)]
-    res = ctx.runner.run(d.name, ["sh", "-c", _TWO_SAMPLES, str(gap), *paths], namespace=None, timeout_s=t)
+    res = ctx.runner.run(d.name, ["sh", "-c", allowlist.TWO_SAMPLES, str(gap), *paths], namespace=None, timeout_s=t)
     # a process may exit between the samples: grep complains about its file, the rest is read
     error = None if pids_res.ok else (pp._first_line(pids_res.stderr) or "ip netns pids failed")
     return _output("cpu_usage", d.name, args, parse_cpu.parse_cpu_usage(d.name, res.stdout, gap, error), res)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from faultline.network import allowlist
 from faultline.network.records import CgroupCpu, CgroupCpuGroup
 
 CPU_HIERARCHY = "/sys/fs/cgroup/cpu"  # where this machine mounts the v1 cpu controller
@@ -17,7 +18,7 @@ GROUP_FILES = ("cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.stat")
 # "/proc/123/cgroup:4:cpu:/path" (or "cpu,cpuacct" where the controllers are co-mounted)
 _CPU_LINE = re.compile(r"/proc/(\d+)/cgroup:\d+:(?:[^:]*,)?cpu(?:,[^:]*)?:(/.*)")
 _SAFE_PATH = re.compile(r"/(?:[A-Za-z0-9_.@+-]+(?:/[A-Za-z0-9_.@+-]+)*)?")
-CPU_LINE_PATTERN = r"^[0-9]+:([^:]*,)?cpu(,[^:]*)?:"  # the grep -E pattern selecting those lines
+CPU_LINE_PATTERN = allowlist.CPU_LINE_PATTERN  # the grep -E pattern selecting those lines
 
 
 def cpu_groups(stdout: str) -> dict[int, str]:

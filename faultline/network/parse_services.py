@@ -7,15 +7,12 @@ import re
 from typing import Any
 
 from faultline.network import records as r
+from faultline.network.allowlist import HTTP_MARKER
 from faultline.network.parsers import _first_line, _load_json
 
 _VERDICTS = ("accept", "drop", "reject", "queue", "return", "continue", "jump", "goto")
 _DIG_STATUS = re.compile(r"status: ([A-Z]+)")
 _DIG_TIME = re.compile(r";; Query time: (\d+) msec")
-HTTP_MARKER = "FLHTTP"
-# curl -w: one marker line, fields separated by spaces; errormsg last since it contains spaces
-HTTP_WRITE_OUT = (HTTP_MARKER + " %{http_code} %{time_namelookup} %{time_connect} %{time_starttransfer} "
-                  "%{time_total} %{remote_ip} %{exitcode} %{errormsg}\\n")
 
 
 def _operand(value: Any) -> str:

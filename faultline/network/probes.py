@@ -46,7 +46,7 @@ def run_probe(ctx: ProbeContext, name: str, /, **args: Any) -> ProbeOutput:
     if unknown:
         raise ProbeError(f"probe {name!r} has no argument(s) {', '.join(unknown)}", fix=f"arguments: {', '.join(params)}")
     try:
-        return func(ctx, **args)
+        return _unreached(func(ctx, **args))
     except TypeError as exc:  # a required argument is missing
         raise ProbeError(f"probe {name!r}: {exc}", fix=f"arguments: {', '.join(params)}") from None
     except NotRecorded as exc:
@@ -55,6 +55,22 @@ def run_probe(ctx: ProbeContext, name: str, /, **args: Any) -> ProbeOutput:
         record = NotRecordedResult(probe=name, args=_jsonable(args), missing=exc.argv)
         return ProbeOutput(probe=name, device=device if isinstance(device, str) else None, args=_jsonable(args),
                            record=record, raw=f"not recorded: {' '.join(exc.argv)}", result=None)
+
+
+def _unreached(out: ProbeOutput) -> ProbeOutput:
+    """A probe whose command never reached its device says so: an error, never a network symptom (a ping that
+    could not be sent is not a ping that got no reply)."""
+    problem = out.result.transport_error if out.result is not None else None
+    if problem is None:
+        return out
+    fields = type(out.record).model_fields
+    update: dict[str, Any] = {}
+    if "error" in fields:
+        update["error"] = f"device not reached: {problem}"
+    if "status" in fields:
+        update["status"] = "error"
+    record = out.record.model_copy(update=update) if update else out.record
+    return out.model_copy(update={"record": record})
 
 
 def _jsonable(args: dict[str, Any]) -> dict[str, Any]:

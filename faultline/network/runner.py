@@ -53,6 +53,8 @@ class CommandResult(BaseModel):
     duration_s: float
     timed_out: bool = False
     truncated: bool = False  # stdout or stderr exceeded the cap and was cut
+    # set when the command never reached the device (a remote runner could not connect): not the device's answer
+    transport_error: str | None = None
 
     @property
     def ok(self) -> bool:

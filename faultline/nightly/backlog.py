@@ -22,7 +22,8 @@ from faultline.nightly.ledger import SETTLED, read
 
 Method = Literal["astra", "sade", "verdict"]
 METHODS: tuple[Method, ...] = ("astra", "sade", "verdict")  # the verdict reads what the other two stored
-NetworkBackend = Literal["snapshot", "lab"]  # what SADE probes tonight: recorded snapshots or the live lab
+# what SADE probes tonight: recorded snapshots, the live lab, or the inventory's devices over SSH
+NetworkBackend = Literal["snapshot", "lab", "ssh"]
 
 BACKLOG_SQL = """
 WITH logs AS (

@@ -9,6 +9,7 @@ row and a ``failed`` ledger entry.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -79,7 +80,26 @@ def open_backend(settings: Settings, item: BacklogItem, network_backend: Network
         return snapshot_backend(Path(item.snapshot_path))
     if network_backend == "lab":
         return lab_backend(settings)
-    raise FaultlineError(f"unknown network backend {network_backend!r}", fix="use snapshot or lab")
+    if network_backend == "ssh":
+        return _ssh_network(settings)
+    raise FaultlineError(f"unknown network backend {network_backend!r}", fix="use snapshot, lab or ssh")
+
+
+_SSH_RUNNERS: dict[str, object] = {}  # inventory folder -> SshRunner: one connection pool for the whole night
+_SSH_LOCK = threading.Lock()
+
+
+def _ssh_network(settings: Settings) -> Backend:
+    from faultline.sade.backend import ssh_backend
+
+    if settings.ssh_inventory is None:
+        raise FaultlineError("the ssh network backend needs an inventory",
+                             fix="pass --inventory DIR or set ssh_inventory (FAULTLINE_SSH_INVENTORY)")
+    key = str(Path(settings.ssh_inventory).resolve())
+    with _SSH_LOCK:
+        backend = ssh_backend(settings, settings.ssh_inventory, runner=_SSH_RUNNERS.get(key))
+        _SSH_RUNNERS.setdefault(key, backend.ctx.runner)
+    return backend
 
 
 def network_checker(settings: Settings, item: BacklogItem, network_backend: NetworkBackend):  # -> Checker | None

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 class Backend:
     """A network to diagnose."""
 
-    kind: Literal["snapshot", "lab", "mcp"]
+    kind: Literal["snapshot", "lab", "mcp", "ssh"]
     ctx: ProbeContext
     baseline_ctx: ProbeContext | None = None
     scenario: str | None = None
@@ -109,3 +109,34 @@ def lab_backend(settings: Settings) -> Backend:
     names, urls = access.names_and_urls(state.scenario, state.size)
     return Backend(kind="lab", ctx=ctx, scenario=state.scenario, size=state.size, files=files, dns_names=names,
                    urls=urls)
+
+
+def ssh_backend(settings: Settings, inventory: Path, runner: Any = None) -> Backend:
+    """A backend over the devices of a nornir-style inventory folder, reached over SSH: live probes, no baseline.
+
+    Readable files are the hosts' `data.files` (paths under their `data.file_roots`); DNS names are the hosts'
+    `dns_names`, and a web or load-balancer host's names are the URLs users fetch. Call `close()` on the
+    backend's runner (`close_backend`) when done; `runner`: an SshRunner to share (its pool) instead of a new one.
+    """
+    from faultline.network.ssh_credentials import resolve_credentials
+    from faultline.network.ssh_inventory import load_ssh_inventory
+    from faultline.network.ssh_runner import PoolOptions, SshRunner
+
+    inv = load_ssh_inventory(inventory)
+    creds = resolve_credentials(inventory_folder=inv.folder, known_hosts=settings.ssh_known_hosts,
+                                accept_new=settings.ssh_accept_new_host_keys, key_file=settings.ssh_key_file,
+                                secrets_file=settings.ssh_secrets_file)
+    options = PoolOptions(pool_size=settings.ssh_pool_size, per_device=settings.ssh_per_device,
+                          connect_timeout_s=settings.ssh_connect_timeout_s, retries=settings.ssh_retries)
+    runner = runner or SshRunner(inv.targets, creds, options)
+    ctx = ProbeContext(directory=inv.directory, runner=runner, file_roots=inv.file_roots, vty_dirs=inv.vty_dirs)
+    names, urls = inv.dns_names, inv.urls
+    return Backend(kind="ssh", ctx=ctx, scenario=inv.site, size=inv.size, files=inv.files, dns_names=names,
+                   urls=urls)
+
+
+def close_backend(backend: Backend) -> None:
+    """Release what a backend holds open (SSH connections, an MCP session); a no-op for the others."""
+    close = getattr(backend.ctx.runner, "close", None)
+    if callable(close):
+        close()

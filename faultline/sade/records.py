@@ -84,7 +84,7 @@ class Diagnosis(_Closed):
     incident_id: str
     method: Literal["sade", "flat"]
     policy: str  # deterministic | llm:<model>
-    backend: Literal["snapshot", "lab", "mcp"]
+    backend: Literal["snapshot", "lab", "mcp", "ssh"]
     submission: Submission | None
     steps: list[Step]
     flags: list[Flag]
