@@ -95,3 +95,19 @@ def test_the_forced_command_runs_what_the_probes_send_and_refuses_logins():
     # shell syntax arrives as plain words and fits no rule
     assert decide("ip -j addr show; reboot", ROOTS)[0] is None
     assert decide("ip -j addr show && reboot", ROOTS)[0] is None
+
+
+def test_the_forced_command_runs_privileged_probes_through_sudo_only_when_told(tmp_path, monkeypatch):
+    """On a real device the probe account is not root: `--sudo nft` makes the guard exec `sudo -n -- nft ...`."""
+    import os
+
+    from faultline.network import ssh_guard
+
+    ran: list[list[str]] = []
+    monkeypatch.setattr(os, "execvpe", lambda prog, argv, env: ran.append(argv))
+    monkeypatch.setenv("SSH_ORIGINAL_COMMAND", "nft -j list ruleset")
+    ssh_guard.main(["--sudo", "nft"])
+    ssh_guard.main([])
+    monkeypatch.setenv("SSH_ORIGINAL_COMMAND", "nft flush ruleset")
+    assert ssh_guard.main(["--sudo", "nft"]) == ssh_guard.REFUSED_EXIT
+    assert ran == [["sudo", "-n", "--", "nft", "-j", "list", "ruleset"], ["nft", "-j", "list", "ruleset"]]

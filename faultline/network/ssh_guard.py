@@ -7,7 +7,10 @@ client checked (`faultline.network.allowlist`) and, when it fits, executed direc
 environment. Anything else, an interactive login included, is refused with exit status 126 and
 one line on stderr; with `--log FILE` every decision is appended there too.
 
-    python -m faultline.network.ssh_guard [--read-root DIR ...] [--log FILE]
+    python -m faultline.network.ssh_guard [--read-root DIR ...] [--sudo PROGRAM ...] [--log FILE]
+
+`--sudo nft` runs an allowed `nft ...` as `sudo -n -- nft ...`: on a real device the probe account is not
+root, and sudoers grants it those programs only.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ def _log(path: str | None, verdict: str, command: str | None) -> None:
 def main(args: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="faultline-ssh-guard", description=__doc__.splitlines()[0])
     parser.add_argument("--read-root", action="append", default=[], help="a folder cat/tail/vtysh may name")
+    parser.add_argument("--sudo", action="append", default=[], help="a program to run through `sudo -n`")
     parser.add_argument("--log", default=None, help="append each decision to this file")
     opts = parser.parse_args(args)
     command = os.environ.get("SSH_ORIGINAL_COMMAND")
@@ -60,6 +64,8 @@ def main(args: list[str] | None = None) -> int:
         return REFUSED_EXIT
     _log(opts.log, "ran", command)
     env = dict(_ENV, HOME=os.environ.get("HOME", "/"))
+    if argv[0] in opts.sudo:
+        argv = ["sudo", "-n", "--", *argv]
     try:
         os.execvpe(argv[0], argv, env)
     except OSError as exc:
