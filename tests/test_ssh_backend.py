@@ -297,3 +297,27 @@ def test_nornir_reads_our_ssh_inventory_as_we_do(box):
         assert target.namespace == host.get("namespace")
         assert target.key_file == host.get("ssh_key_file")
     assert ours.targets["a"].namespace == "fl-a" and ours.targets["b"].namespace is None
+
+
+def test_the_mcp_lab_server_serves_an_ssh_reached_network(settings, box):
+    """`faultline mcp lab --inventory`: NIKA's tools answer from the devices over SSH (a stdio MCP session)."""
+    import json
+
+    from faultline.sade.mcp_backend import McpConnection
+
+    argv = [sys.executable, "-m", "faultline.cli.main", "--db", str(settings.duckdb_path), "mcp", "lab",
+            "--inventory", str(box.inventory), "--submission-out", str(box.root / "submission.json")]
+    client = McpConnection(argv)
+    try:
+        devices = json.loads("".join(c.text for c in client.call("list_devices", {}).content))
+        assert [d["name"] for d in devices] == ["box"]
+        result = client.call("exec_shell", {"host_name": "box", "command": "ip -j route show"})
+        assert not result.is_error and result.structured_content["exit_code"] == 0
+        local = Runner().run("box", ["ip", "-j", "route", "show"], namespace=None)
+        assert json.loads(result.structured_content["stdout"]) == json.loads(local.stdout)
+        refused = client.call("exec_shell", {"host_name": "box", "command": "ip link set lo down"})
+        assert refused.is_error
+    finally:
+        client.close()
+    assert "ran 'ip -j route show'" in box.guard_log.read_text()
+    assert "link set" not in box.guard_log.read_text()  # refused by the server: never sent
