@@ -321,3 +321,23 @@ def test_the_mcp_lab_server_serves_an_ssh_reached_network(settings, box):
         client.close()
     assert "ran 'ip -j route show'" in box.guard_log.read_text()
     assert "link set" not in box.guard_log.read_text()  # refused by the server: never sent
+
+
+def test_the_nightly_shares_one_connection_pool_across_incidents(settings, box):
+    """`nightly --network ssh`: each incident gets its own backend (its own probe count), all over one pool."""
+    from faultline.nightly.backlog import BacklogItem
+    from faultline.nightly.work import open_backend
+
+    item = BacklogItem(incident_id="i1", ticket_id="t1", title="slow", digests={})
+    with pytest.raises(FaultlineError, match="needs an inventory") as info:
+        open_backend(settings, item, "ssh")
+    assert "--inventory" in info.value.fix
+    tuned = settings.model_copy(update={"ssh_inventory": box.inventory})
+    first, second = open_backend(tuned, item, "ssh"), open_backend(tuned, item, "ssh")
+    try:
+        first.probe("ip_route", dev="box")
+        second.probe("ip_route", dev="box")
+        assert first.ctx.runner is second.ctx.runner and (first.probe_calls, second.probe_calls) == (1, 1)
+        assert first.ctx.runner.stats.connections_opened == 1
+    finally:
+        first.ctx.runner.close()
