@@ -24,7 +24,7 @@ retry() {
 apt_packages=()
 python3 -c "import venv, ensurepip" 2>/dev/null || apt_packages+=(python3-venv)
 if [ "${1:-}" = "--dev" ] && [ "$(id -u)" = 0 ]; then
-  apt_packages+=(frr nftables dnsmasq nginx-light iproute2 iputils-ping traceroute dnsutils curl procps
+  apt_packages+=(frr nftables dnsmasq nginx-light iproute2 iputils-ping traceroute dnsutils curl procps openssh-server
                  psmisc bridge-utils iptables busybox stress-ng ethtool rsyslog
                  chromium fonts-dejavu-core)  # headless Chromium: the dashboard tests load every page
 fi

@@ -16,13 +16,19 @@ def up_command(
     scenario: str = typer.Argument(..., help="Scenario name, e.g. simple_bgp."),
     size: str = typer.Option("s", "--size", help="Lab size: s, m or l."),
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds to wait for the lab to be healthy."),
+    mgmt: bool = typer.Option(False, "--mgmt", help="Add a management network (subnet lab_mgmt_subnet, bridge "
+                              "<lab_prefix>mgmt) with an OpenSSH server in every node, for the SSH backend; "
+                              "`lab inventory` then writes an SSH-ready inventory with known_hosts."),
 ) -> None:
     """Build SCENARIO and wait until routing has converged and every host reaches every host."""
     from faultline.lab import lifecycle as lab
 
-    state = lab.up(scenario, size, ctx.obj, timeout=timeout)
+    state = lab.up(scenario, size, ctx.obj, timeout=timeout, mgmt=mgmt)
     typer.echo(f"lab {state.scenario} ({state.size}) healthy in {state.timings['healthy_s']:.1f} s: "
                f"{len(state.namespaces)} namespaces, {len(state.processes)} daemons")
+    if state.mgmt is not None:
+        typer.echo(f"management network {state.mgmt['subnet']} on {state.mgmt['bridge']}: ssh -i "
+                   f"{state.mgmt['client_key']} root@<address> (addresses: `lab status`; inventory: `lab inventory`)")
 
 
 @app.command("down")
@@ -36,7 +42,8 @@ def down_command(
     from faultline.lab import lifecycle as lab
 
     result = lab.down(ctx.obj, all=all_)
-    typer.echo(f"removed {len(result['namespaces'])} namespaces, killed {len(result['killed_pids'])} "
+    links = f", {len(result['mgmt_links'])} management links" if result["mgmt_links"] else ""
+    typer.echo(f"removed {len(result['namespaces'])} namespaces{links}, killed {len(result['killed_pids'])} "
                f"processes in {result['seconds']} s")
 
 
@@ -59,9 +66,10 @@ def status_command(
     pids = {p.device: [] for p in state.processes}
     for p in state.processes:
         pids[p.device].append(f"{p.name}:{p.pid}")
-    print_table(["device", "role", "namespace", "addresses", "daemons"],
+    mgmt = state.mgmt["addresses"] if state.mgmt else {}
+    print_table(["device", "role", "namespace", "addresses", "daemons"] + (["mgmt"] if mgmt else []),
                 [(d.name, d.role, d.namespace, " ".join(d.addresses), " ".join(pids.get(d.name, [])))
-                 for d in state.devices()])
+                 + ((mgmt.get(d.name, ""),) if mgmt else ()) for d in state.devices()])
 
 
 def _running_lab(settings):  # -> LabState

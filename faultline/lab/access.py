@@ -18,6 +18,8 @@ from faultline.network.probes import ProbeContext
 from faultline.network.runner import Runner
 
 FRR_DAEMONS = {"zebra", "bgpd", "ospfd", "staticd", "ripd"}
+# the management plane's daemons (faultline.lab.mgmt): no service of the lab, nothing a probe may read
+MGMT_DAEMONS = {"sshd"}
 
 
 def status(settings: Settings) -> LabState | None:
@@ -37,7 +39,7 @@ def probe_context(state: LabState, settings: Settings | None = None, runner: Run
     roots: dict[str, list[str]] = {r: [d] for r, d in dirs.items()}
     # service configs and logs, and every end host's resolv.conf folder
     for proc in state.processes:
-        if proc.name not in FRR_DAEMONS:
+        if proc.name not in FRR_DAEMONS and proc.name not in MGMT_DAEMONS:
             roots.setdefault(proc.device, []).append(str(service_dir(run_dir, proc.device)))
     for device in state.devices():
         if device.role not in ("router", "switch"):

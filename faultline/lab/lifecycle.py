@@ -13,7 +13,7 @@ from pathlib import Path
 
 from faultline.config import Settings
 from faultline.errors import FaultlineError
-from faultline.lab import locks, syslog, teardown
+from faultline.lab import locks, mgmt, syslog, teardown
 from faultline.lab.access import FRR_DAEMONS, probe_context, status
 from faultline.lab.builder import build_network, raise_neigh_limits, restore_neigh_limits
 from faultline.lab.frr import crash_buffers, router_dir, start_routers, write_configs
@@ -35,10 +35,12 @@ def require_root() -> None:
         )
 
 
-def up(scenario: str, size: str, settings: Settings, timeout: float = 60.0) -> LabState:
+def up(scenario: str, size: str, settings: Settings, timeout: float = 60.0, mgmt: bool = False) -> LabState:
     """Build `scenario` at `size`, start its routers and wait until it is healthy.
 
-    On any failure everything built so far is torn down before the error is raised.
+    `mgmt` adds the management network (`faultline.lab.mgmt`, subnet `lab_mgmt_subnet`): every node
+    reachable over SSH from the root namespace. On any failure everything built so far is torn down
+    before the error is raised.
     """
     topo = build_topology(scenario, size)  # validate names before needing root
     require_root()
@@ -47,14 +49,17 @@ def up(scenario: str, size: str, settings: Settings, timeout: float = 60.0) -> L
     use_prefix(prefix)
     check_socket_paths(topo, run_dir)
     with locks.holding(locks.prefix_lock(prefix), wait=False, what=f"the lab with prefix {prefix}"):
-        return _up(topo, run_dir, prefix, timeout)
+        return _up(topo, run_dir, prefix, timeout, settings.lab_mgmt_subnet if mgmt else None)
 
 
-def _up(topo: Topology, run_dir: Path, prefix: str, timeout: float) -> LabState:
+def _up(topo: Topology, run_dir: Path, prefix: str, timeout: float, mgmt_subnet: str | None) -> LabState:
     scenario, size = topo.scenario, topo.size
     if load_state(run_dir) is not None or teardown.lab_namespaces(prefix):
         raise FaultlineError(f"a lab with prefix {prefix} is already up in {run_dir} (or left over from a crash)",
                              fix="run `faultline lab down --all` first (with the same lab_prefix and lab_dir)")
+    plan = mgmt.plan(list(topo.nodes), mgmt_subnet, prefix, run_dir) if mgmt_subnet else None
+    if plan is not None:
+        mgmt.check_free(plan)
     _clear_run_dir(run_dir)
     t0 = time.monotonic()
     state = LabState(scenario=scenario, size=size, run_dir=str(run_dir), prefix=prefix,
@@ -71,6 +76,10 @@ def _up(topo: Topology, run_dir: Path, prefix: str, timeout: float) -> LabState:
         state.save()
         build_network(topo, record)
         state.save()
+        if plan is not None:
+            state.mgmt = plan  # recorded before it exists: a failure below removes it
+            state.save()
+            _build_mgmt(state)
         state.timings["network_s"] = round(time.monotonic() - t0, 2)
         write_configs(topo, run_dir)
         # every daemon logs to the collector from its first line: it starts before them (faultline.lab.syslog)
@@ -82,9 +91,18 @@ def _up(topo: Topology, run_dir: Path, prefix: str, timeout: float) -> LabState:
         for node, name, pid in start_services(topo, run_dir):
             state.processes.append(LabProcess(pid, name, node, namespace_name(node)))
         state.save()
+        if state.mgmt is not None:
+            state.processes += mgmt.start_all(state.mgmt, {d.name: d.namespace for d in state.devices()})
+            state.save()
         state.timings["daemons_started_s"] = round(time.monotonic() - t0, 2)
         phases = wait_ready(topo, run_dir, timeout)
         state.timings.update({k: round(v + state.timings["daemons_started_s"], 2) for k, v in phases.items()})
+        if state.mgmt is not None:
+            silent = mgmt.not_answering(state.mgmt)
+            if silent:
+                raise FaultlineError(f"sshd does not answer on the management network of {', '.join(silent)}",
+                                     fix=f"see {state.mgmt['ssh_dir']}/<device>/sshd.log")
+            state.timings["mgmt_ready_s"] = round(time.monotonic() - t0, 2)
         state.timings["healthy_s"] = round(time.monotonic() - t0, 2)
         state.status = "healthy"
         state.save()
@@ -92,6 +110,8 @@ def _up(topo: Topology, run_dir: Path, prefix: str, timeout: float) -> LabState:
     except BaseException:
         # a half-built lab is never left behind
         _remove(state, list(state.namespaces))
+        if state.mgmt is not None:
+            mgmt.remove_network(prefix)
         raise
 
 
@@ -99,7 +119,7 @@ def down(settings: Settings, all: bool = False) -> dict[str, object]:
     """Tear the lab down; with `all`, also everything with the lab's prefix, state file or not.
 
     Only this lab's prefix is touched: labs with other prefixes keep running. Returns what was
-    removed: namespaces, killed PIDs, seconds taken.
+    removed: namespaces, killed PIDs, the root namespace's management links, seconds taken.
     """
     require_root()
     run_dir = Path(settings.lab_dir).resolve()
@@ -120,9 +140,14 @@ def _down(run_dir: Path, state: LabState | None, prefix: str, all: bool) -> dict
         killed += _remove(state, namespaces)
     elif namespaces:
         killed += _remove(None, namespaces)
+    links: list[str] = []
+    if all or (state is not None and state.mgmt is not None):
+        # with --all also a management bridge left over from a lab whose state is lost (this prefix's names only)
+        links = mgmt.remove_network(prefix)
     if all:
         _clear_run_dir(run_dir)
-    return {"namespaces": namespaces, "killed_pids": killed, "seconds": round(time.monotonic() - t0, 2)}
+    return {"namespaces": namespaces, "killed_pids": killed, "mgmt_links": links,
+            "seconds": round(time.monotonic() - t0, 2)}
 
 
 def _remove(state: LabState | None, namespaces: list[str]) -> list[int]:
@@ -181,10 +206,19 @@ def check_socket_paths(topo: Topology, run_dir: Path) -> None:
 def _clear_run_dir(run_dir: Path) -> None:
     """Remove only what the lab writes in its run dir (lab_dir may be shared with other files)."""
     syslog.stop_collector(run_dir)  # by PID, after the daemons: their last lines are filed first
-    for name in ("frr", "svc", "syslog", STATE_FILE, STATE_FILE.replace(".json", ".tmp")):
+    # ssh-inventory: the SSH inventory `faultline corpus generate` writes for a management lab
+    for name in ("frr", "svc", "syslog", "ssh", "ssh-inventory", STATE_FILE, STATE_FILE.replace(".json", ".tmp")):
         teardown.remove_paths([str(run_dir / name)])
     if run_dir.is_dir() and not any(run_dir.iterdir()):
         run_dir.rmdir()
+
+
+def _build_mgmt(state: LabState) -> None:
+    """The management network and its sshd files (`faultline.lab.mgmt`); the daemons start with the services."""
+    assert state.mgmt is not None
+    mgmt.build_network(state.mgmt, {d.name: d.namespace for d in state.devices()})
+    mgmt.write_ssh_files(state.mgmt, Path(state.run_dir))
+    state.save()
 
 
 __all__ = ["down", "probe_context", "require_root", "status", "up"]

@@ -49,6 +49,9 @@ class LabState:
     fault_counter: int = 0  # numbers each injection (fault ids stay unique across recoveries)
     # root-namespace ARP limits (gc_thresh1/2/3) before a large lab raised them; restored on down
     neigh_limits: dict[str, int] | None = None
+    # the management network (`lab up --mgmt`, faultline.lab.mgmt): bridge, subnet, gateway, ssh_dir, client_key,
+    # addresses {device: ip}, links {device: root-side veth}, host_keys {device: "ssh-ed25519 AAAA..."}; None without
+    mgmt: dict | None = None
 
     # DeviceDirectory
     def device(self, name: str) -> Device:
