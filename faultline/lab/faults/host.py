@@ -16,6 +16,8 @@ killed by PID and its own interfaces are set down, as a dead machine's NIC stops
 or router port at the far end stays administratively up and loses carrier (not `link_down` on that
 port). Recover sets the host's interfaces up, restores its addresses and routes and starts its lab
 service afresh (a DHCP host's udhcpc), as a rebooted host would; the record lists what was killed.
+On a lab with a management network (`lab up --mgmt`) the host's sshd dies with the rest and its
+management port goes dark too (a crashed machine answers nothing); recover brings both back.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 import ipaddress
 import random
 
-from faultline.lab import teardown
+from faultline.lab import mgmt, teardown
 from faultline.lab.faults.base import Fault, FaultError, FaultRecord, sh
 from faultline.lab.faults.interfaces import IFNAME, interface_state, set_addressing, snapshot, veth_peer
 from faultline.lab.service_ops import service_process, service_running, start_recorded
@@ -182,6 +184,7 @@ class HostCrash(Fault):
         # administratively up and loses carrier (setting that port down would be `link_down` on it)
         for name in names:
             sh(["ip", "-n", ns, "link", "set", name, "down"], "own link down")
+        mgmt.crash_node(state, rec.target)
         rec.params = {"peers": [[by_ns[p], p, i, own] for p, i, own in peers], "killed": killed, "own": names,
                       "before": before}
         rec.mechanism = (f"{rec.target} crashed: killed {', '.join(killed) or 'no processes'}; its "
@@ -218,3 +221,4 @@ class HostCrash(Fault):
         # the host "boots" again: its service (a DHCP client on DHCP hosts) is started afresh
         if service_process(state, rec.target) is not None and not service_running(state, rec.target):
             start_recorded(state, rec.target)
+        mgmt.reboot_node(state, rec.target)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from faultline.errors import FaultlineError
 from faultline.lab import frr, teardown
+from faultline.lab.access import MGMT_DAEMONS
 from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, lab_topology, reachability_problem, sh
 from faultline.lab.frr import crash_buffers, router_dir, vtysh_args, vtysh_env
 from faultline.lab.state import LabProcess, LabState
@@ -95,7 +96,8 @@ class FrrServiceDown(Fault):
     roles = ("router",)
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
-        procs = [p for p in state.processes if p.device == rec.target]
+        # the management sshd (lab up --mgmt) is no FRR daemon: it keeps running
+        procs = [p for p in state.processes if p.device == rec.target and p.name not in MGMT_DAEMONS]
         if not procs:
             raise FaultError(f"{rec.target} runs no FRR daemons")
         live = set(teardown.namespace_pids(procs[0].namespace))
@@ -133,7 +135,7 @@ class FrrServiceDown(Fault):
             new[daemon] = int(pidfile.read_text().strip())
             if daemon == "zebra":
                 _wait(lambda: (rdir / "zserv.api").exists(), f"zebra on {rec.target} did not open its socket")
-        state.processes = [p for p in state.processes if p.device != rec.target]
+        state.processes = [p for p in state.processes if p.device != rec.target or p.name in MGMT_DAEMONS]
         for daemon, pid in new.items():
             state.processes.append(LabProcess(pid, daemon, rec.target, ns))
             state.extra_paths.append(crash_buffers(daemon, pid))
