@@ -179,17 +179,19 @@ def inventory_command(
 ) -> None:
     """Write a lab topology as a nornir-style inventory folder (no root, no running lab needed).
 
-    Load it with `faultline ingest inventory FOLDER`.
+    Load it with `faultline ingest inventory FOLDER`. When the running lab of that scenario and size
+    has a management network (`lab up --mgmt`), the hosts are its SSH targets and the folder gets a
+    known_hosts file, ready for the SSH backend.
     """
     from pathlib import Path
 
     from faultline.errors import FaultlineError
     from faultline.lab.access import status
-    from faultline.lab.inventory import write_lab_inventory
+    from faultline.lab.inventory import lab_access, write_lab_inventory
     from faultline.lab.scenarios import build_topology
 
+    state = status(ctx.obj)
     if scenario is None:
-        state = status(ctx.obj)
         if state is None:
             raise FaultlineError("no --scenario given and no lab is up",
                                  fix="pass --scenario, e.g. `faultline lab inventory --scenario simple_bgp`")
@@ -197,6 +199,8 @@ def inventory_command(
     size = size or "s"
     topo = build_topology(scenario, size)
     folder = Path(out) if out else Path("inventory") / f"{scenario}_{size}"
-    written = write_lab_inventory(topo, folder)
+    running = state is not None and (state.scenario, state.size) == (scenario, size)
+    access = lab_access(state, ctx.obj) if running else None
+    written = write_lab_inventory(topo, folder, access)
     typer.echo(f"wrote the inventory of {scenario} ({size}): {len(topo.nodes)} hosts to {folder} "
                f"({', '.join(p.name for p in written)})")

@@ -5,16 +5,29 @@ is a host: routers (platform frr, hostname its loopback), end hosts and servers 
 hostname their first address) and access switches (platform linux; a switch has no address, so
 its hostname is its device name). Links carry the interface names the lab's builder gives both
 ends, and DNS names come from the lab's zones. `faultline ingest inventory` reads the result.
+
+When the running lab has a management network (`lab up --mgmt`), `lab_access` reads how to reach it
+and the inventory becomes SSH-ready for `faultline.network.ssh_inventory`: every host's hostname is
+its management address (port 22, user root in the defaults, the lab's client key as the defaults'
+`data.ssh_key_file`), its data says which namespace it is and which folders probes may read
+(`file_roots`, and a router's `vty_socket`), and `known_hosts` beside the YAML files pins every
+node's host key. Every other key is the same as without management.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from faultline.config import Settings
+from faultline.errors import FaultlineError
+from faultline.lab.access import probe_context
 from faultline.lab.builder import bridge_port, switch_uplink
+from faultline.lab.scenarios import build_topology
+from faultline.lab.state import LabState
 from faultline.lab.topology import Node, Topology
 
 GROUPS: dict[str, dict[str, Any]] = {
@@ -22,6 +35,52 @@ GROUPS: dict[str, dict[str, Any]] = {
     "routers": {"platform": "frr", "groups": ["lab"]},
     "linux": {"platform": "linux", "groups": ["lab"]},
 }
+
+
+@dataclass(frozen=True)
+class NodeAccess:
+    """How to reach one node over the management network and what its probes may read."""
+
+    address: str  # the management IP sshd listens on
+    namespace: str
+    host_key: str  # "ssh-ed25519 AAAA..."
+    file_roots: tuple[str, ...]
+    vty_socket: str | None = None  # a router's FRR vty socket folder
+
+
+@dataclass(frozen=True)
+class LabAccess:
+    """The running lab's management network, as an inventory writes it."""
+
+    key_file: str
+    nodes: dict[str, NodeAccess]
+    username: str = "root"
+    port: int = 22
+
+
+def lab_access(state: LabState, settings: Settings | None = None) -> LabAccess | None:
+    """How to reach the running lab over SSH; None when it was built without `--mgmt`."""
+    if state.mgmt is None:
+        return None
+    ctx = probe_context(state, settings)
+    nodes = {d.name: NodeAccess(address=state.mgmt["addresses"][d.name], namespace=d.namespace,
+                                host_key=state.mgmt["host_keys"][d.name],
+                                file_roots=tuple(ctx.file_roots.get(d.name, [])), vty_socket=ctx.vty_dirs.get(d.name))
+             for d in state.devices()}
+    return LabAccess(key_file=state.mgmt["client_key"], nodes=nodes)
+
+
+def write_mgmt_inventory(state: LabState, settings: Settings | None, out: Path) -> Path:
+    """Write the running lab's SSH-ready inventory (and known_hosts) into `out`; returns `out`.
+
+    FaultlineError when the lab has no management network.
+    """
+    access = lab_access(state, settings)
+    if access is None:
+        raise FaultlineError("the lab has no management network to reach it over SSH",
+                             fix="bring it up with `faultline lab up SCENARIO --mgmt`")
+    write_lab_inventory(build_topology(state.scenario, state.size), out, access)
+    return out
 
 
 def lab_links(topo: Topology) -> list[tuple[str, str, str, str]]:
@@ -71,25 +130,47 @@ def _host(node: Node, links: list[dict[str, str]], dns_names: list[str]) -> dict
     return {"hostname": hostname, "groups": [group], "data": data}
 
 
-def inventory_documents(topo: Topology) -> dict[str, dict[str, Any]]:
-    """The three files' contents: {"hosts.yaml": ..., "groups.yaml": ..., "defaults.yaml": ...}."""
+def _reachable(host: dict[str, Any], node: NodeAccess, port: int) -> dict[str, Any]:
+    data = dict(host["data"], namespace=node.namespace)
+    if node.vty_socket:
+        data["vty_socket"] = node.vty_socket
+    data["file_roots"] = list(node.file_roots)
+    return {"hostname": node.address, "port": port, "groups": host["groups"], "data": data}
+
+
+def inventory_documents(topo: Topology, access: LabAccess | None = None) -> dict[str, dict[str, Any]]:
+    """The three files' contents: {"hosts.yaml": ..., "groups.yaml": ..., "defaults.yaml": ...}.
+
+    With `access` (the running lab's management network) every host is reachable over SSH.
+    """
     links: dict[str, list[dict[str, str]]] = {name: [] for name in topo.nodes}
     for a, a_if, b, b_if in lab_links(topo):
         links[a].append({"interface": a_if, "peer": b, "peer_interface": b_if})
         links[b].append({"interface": b_if, "peer": a, "peer_interface": a_if})
     dns = _dns_names(topo)
     hosts = {name: _host(node, links[name], dns.get(name, [])) for name, node in topo.nodes.items()}
-    defaults = {"data": {"site": topo.scenario, "lab_size": topo.size, "routing_protocol": topo.protocol}}
+    defaults: dict[str, Any] = {
+        "data": {"site": topo.scenario, "lab_size": topo.size, "routing_protocol": topo.protocol}}
+    if access is not None:
+        hosts = {name: _reachable(host, access.nodes[name], access.port) for name, host in hosts.items()}
+        defaults = {"username": access.username, "data": {**defaults["data"], "ssh_key_file": access.key_file}}
     return {"hosts.yaml": hosts, "groups.yaml": GROUPS, "defaults.yaml": defaults}
 
 
-def write_lab_inventory(topo: Topology, out: Path) -> list[Path]:
-    """Write the topology's inventory into folder `out` (created); returns the files written."""
+def write_lab_inventory(topo: Topology, out: Path, access: LabAccess | None = None) -> list[Path]:
+    """Write the topology's inventory into folder `out` (created); returns the files written.
+
+    With `access` also `known_hosts`: one `<mgmt ip> ssh-ed25519 AAAA...` line per node.
+    """
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for file_name, document in inventory_documents(topo).items():
+    for file_name, document in inventory_documents(topo, access).items():
         path = out / file_name
         header = f"# {file_name} of lab scenario {topo.scenario} (size {topo.size}), written by `faultline lab inventory`\n"
         path.write_text(header + yaml.safe_dump(document, sort_keys=False, default_flow_style=False))
+        written.append(path)
+    if access is not None:
+        path = out / "known_hosts"
+        path.write_text("".join(f"{node.address} {node.host_key}\n" for node in access.nodes.values()))
         written.append(path)
     return written
