@@ -376,7 +376,9 @@ def test_lab_down_leaves_no_bridge_veth_sshd_or_namespace(lab):
     sshds = [p.pid for p in lab.state.processes if p.name == "sshd"]
     assert len(sshds) == len(lab.state.devices()) and len(_links(PREFIX)) == len(sshds) + 1
     result = lifecycle.down(lab.settings)
-    assert result["mgmt_links"] == ["flm-mgmt"]  # the veths went with the namespaces
+    # the root ends of the veths go with the namespaces, unless the kernel's cleanup is slower than `down`
+    assert "flm-mgmt" in result["mgmt_links"]
+    assert set(result["mgmt_links"]) <= {"flm-mgmt", *lab.state.mgmt["links"].values()}
     assert _links(PREFIX) == [] and _namespaces(PREFIX) == []
     assert not any(teardown.alive(pid) for pid in sshds)
     assert [pid for pid in _live_pids() if str(LAB_DIR) in _cmdline(pid)] == []
