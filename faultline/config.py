@@ -103,8 +103,9 @@ class Settings(BaseSettings):
     lab_mgmt_subnet: str = Field(
         "172.31.254.0/24",
         description="IPv4 /24 of the lab's management network (`lab up --mgmt`): the root namespace's bridge takes "
-        ".1, the nodes .2 onwards, each on an interface `mgmt0` in a VRF of its own namespace (the data plane's "
-        "routing tables never see it). Pick a range your machine does not use.",
+        ".1, the nodes .2 onwards in topology order. A node's address is a local route on an unnumbered `mgmt0` "
+        "with its own routing table for replies, so the data plane's routes never see it (docs/lab.md). Pick a "
+        "range your machine does not use; parallel corpus workers take the /24s below it.",
     )
 
     # --- SSH backend (faultline/network/ssh): devices from a nornir-style inventory, reached over SSH ---

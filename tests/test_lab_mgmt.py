@@ -125,7 +125,8 @@ def test_an_inventory_of_a_management_lab_is_ssh_ready_and_keeps_every_key(tmp_p
         got = ready["hosts.yaml"][name]
         assert got["hostname"] == state.mgmt["addresses"][name] and got["port"] == 22
         assert got["groups"] == host["groups"]
-        extra = {"namespace": state.device(name).namespace, "file_roots": ctx.file_roots.get(name, [])}
+        extra = {"namespace": state.device(name).namespace, "mgmt_interface": "mgmt0",
+                 "file_roots": ctx.file_roots.get(name, [])}
         if name in ctx.vty_dirs:
             extra["vty_socket"] = ctx.vty_dirs[name]
         assert got["data"] == {**host["data"], **extra}

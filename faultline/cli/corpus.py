@@ -24,6 +24,8 @@ def generate_command(
         1, "--jobs", "-j", min=1, max=16,
         help="Labs built at once: N worker processes, worker j with lab prefix fl<j>- (from lab_prefix) and run "
              "dir <lab_dir>/fl<j>. Each lab still needs its share of the CPU: on 2 cores, 2 is the useful most."),
+    transport: str = typer.Option("netns", "--transport", help="How snapshots reach the devices: netns (exec in "
+                                  "each namespace) or ssh (the lab's management network and the SSH backend)."),
 ) -> None:
     """Generate every incident of a suite: lab up, baseline, inject, verify, record, recover, down.
 
@@ -36,12 +38,16 @@ def generate_command(
     from faultline.lab import locks
     from faultline.lab.lifecycle import require_root
 
+    if transport not in ("netns", "ssh"):
+        from faultline.errors import FaultlineError
+
+        raise FaultlineError(f"unknown transport {transport!r}", fix="use --transport netns or --transport ssh")
     spec = load_suite(suite)
     require_root()
     settings = ctx.obj
     with locks.machine_lock(notify=lambda message: typer.echo(message, err=True)):
         results = generate_suite(spec, out, settings, progress=settings.progress and not as_json, only=only,
-                                 jobs=jobs)
+                                 jobs=jobs, transport=transport)
     rows = [{"incident": r.incident_id, "status": r.status, "reason": r.reason or "",
              "seconds": round(sum(r.timings.values()), 1)} for r in results]
     if as_json:

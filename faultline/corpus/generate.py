@@ -54,11 +54,14 @@ class IncidentResult:
 
 def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings: Settings, *,
                       historical: bool = False, slots: Mapping[str, datetime] | None = None,
-                      timeout: float = 90.0) -> IncidentResult:
+                      timeout: float = 90.0, transport: str = "netns") -> IncidentResult:
     """Generate one incident into `out/<incident_id>/` (replacing an earlier attempt).
 
     `slots`: where each incident begins on its suite's timeline (`Suite.slots()`); every time this one
     records is moved by one delta onto its slot. Without a slot the lab's own clock is kept.
+    `transport`: how the snapshots' probes reach the devices: `netns` (exec in each namespace) or `ssh`
+    (the lab gets its management network and the probes go through the SSH backend, as on a real network;
+    injection and verification stay the lab's own).
     """
     from faultline.lab import faults
     from faultline.lab import lifecycle as lab
@@ -82,14 +85,18 @@ def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings:
 
     names, urls = names_and_urls(spec.scenario, spec.size)
     state = None
+    ssh_net = None
     real_start = datetime.fromisoformat(_now())  # to the millisecond, as every stamp: lab_up_at = the slot's start
     slot_start = (slots or {}).get(incident_id)
     shift = (slot_start - real_start) if slot_start is not None else timedelta(0)
     stamps["lab_up_at"] = real_start.isoformat(timespec="milliseconds")
     recorded: datetime | None = None  # the collector's lines are the incident's up to here
     try:
-        state = lab.up(spec.scenario, spec.size, settings, timeout=timeout)
+        state = lab.up(spec.scenario, spec.size, settings, timeout=timeout, mgmt=transport == "ssh")
         ctx = lab.probe_context(state, settings)
+        if transport == "ssh":
+            ssh_net = _ssh_network(state, settings)
+            ctx = ssh_net.ctx
         stage("build_s")
         protocol = _protocol(spec)
         calls = snapshot.standard_calls(ctx, protocol, names=names, urls=urls)
@@ -103,7 +110,7 @@ def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings:
             # each fault draws from its own seed so adding a fault never moves the others' targets
             faults.inject(state, fault.label, fault.target, seed=spec.seed * 100 + n, mechanism=fault.mechanism)
         if spec.faults:
-            faults.verify(state, ctx)
+            faults.verify(state, lab.probe_context(state, settings))
         stage("inject_verify_s")
         snap, snap_out = snapshot.record(ctx, calls, scenario=spec.scenario, size=spec.size, phase="incident")
         snap.taken_at = _shift_iso(snap.taken_at, shift)
@@ -130,6 +137,10 @@ def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings:
         # lab heals the fault (recover) and tears down within seconds, which no real network does before its
         # ticket is even filed, so those lines are not the incident's
         result.sizes.update(_stage_syslog(state, folder, real_start, shift, end=recorded))
+        if ssh_net is not None:
+            from faultline.sade.backend import close_backend
+
+            close_backend(ssh_net)
         try:
             lab.down(settings, all=state is None)
         except Exception as exc:  # noqa: BLE001 - recorded; the next `up` would refuse loudly anyway
@@ -150,7 +161,7 @@ def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings:
 
 
 def generate_suite(suite: Suite, out: Path, settings: Settings, *, progress: bool = False,
-                   only: list[str] | None = None, jobs: int = 1) -> list[IncidentResult]:
+                   only: list[str] | None = None, jobs: int = 1, transport: str = "netns") -> list[IncidentResult]:
     """Generate every incident of `suite` (or the ids in `only`) into `out/`; results in suite order.
 
     `jobs` 1: one lab at a time, with the settings' lab_prefix and lab_dir. More: that many worker
@@ -163,7 +174,7 @@ def generate_suite(suite: Suite, out: Path, settings: Settings, *, progress: boo
         from faultline.corpus.parallel import run_in_labs
 
         work = functools.partial(generate_incident, out=out, historical=suite.historical,
-                                 slots=suite.slots())
+                                 slots=suite.slots(), transport=transport)
         lost = functools.partial(_lost_incident, out=out, historical=suite.historical)
         runs = run_in_labs([(spec, incident_id) for incident_id, spec in pairs], settings, jobs=jobs, work=work,
                            lost=lost, labs=[(spec.scenario, spec.size) for _, spec in pairs])
@@ -173,7 +184,7 @@ def generate_suite(suite: Suite, out: Path, settings: Settings, *, progress: boo
         results = []
         for incident_id, spec in track(pairs, description=f"suite {suite.suite}", enabled=progress):
             results.append(generate_incident(spec, incident_id, out, settings, historical=suite.historical,
-                                             slots=suite.slots()))
+                                             slots=suite.slots(), transport=transport))
     # the collector's archive of the whole suite, from every incident's staged lines (faultline.corpus.archive)
     from faultline.corpus.archive import assemble_archive
 
@@ -220,6 +231,15 @@ def write_inventories(out: Path, suite: Suite) -> list[Path]:
         write_lab_inventory(build_topology(scenario, size), folder)
         written.append(folder)
     return written
+
+
+def _ssh_network(state: Any, settings: Settings) -> Any:  # -> Backend
+    """The running lab's devices through the SSH backend, from the inventory its management network serves."""
+    from faultline.lab.inventory import write_mgmt_inventory
+    from faultline.sade.backend import ssh_backend
+
+    folder = write_mgmt_inventory(state, settings, Path(state.run_dir) / "ssh-inventory")
+    return ssh_backend(settings, folder)
 
 
 def ticket_record(ticket: Any, incident_id: str, spec: IncidentSpec) -> dict[str, Any]:

@@ -65,7 +65,17 @@ def worker_settings(settings: Settings, slot: int) -> Settings:
 
         raise FaultlineError(f"no lab prefix for worker {slot}: {exc}", fix="use a shorter lab_prefix") from None
     return settings.model_copy(update={"lab_prefix": prefix, "progress": False,
-                                       "lab_dir": Path(settings.lab_dir).resolve() / prefix[:-1]})
+                                       "lab_dir": Path(settings.lab_dir).resolve() / prefix[:-1],
+                                       "lab_mgmt_subnet": _worker_subnet(settings.lab_mgmt_subnet, slot)})
+
+
+def _worker_subnet(subnet: str, slot: int) -> str:
+    """Worker `slot`'s management /24: the run's, `slot` /24s lower (labs side by side never share a bridge's
+    addresses)."""
+    import ipaddress
+
+    base = ipaddress.ip_network(subnet, strict=False)
+    return str(ipaddress.ip_network(f"{base.network_address - 256 * slot}/24"))
 
 
 def run_in_labs(items: list[T], settings: Settings, *, jobs: int, work: Callable[..., R],

@@ -27,7 +27,7 @@ from faultline.errors import FaultlineError
 from faultline.lab.access import probe_context
 from faultline.lab.builder import bridge_port, switch_uplink
 from faultline.lab.scenarios import build_topology
-from faultline.lab.state import LabState
+from faultline.lab.state import MGMT_INTERFACE, LabState
 from faultline.lab.topology import Node, Topology
 
 GROUPS: dict[str, dict[str, Any]] = {
@@ -46,6 +46,7 @@ class NodeAccess:
     host_key: str  # "ssh-ed25519 AAAA..."
     file_roots: tuple[str, ...]
     vty_socket: str | None = None  # a router's FRR vty socket folder
+    files: tuple[str, ...] = ()  # the readable files under file_roots now (what the lab backend lists)
 
 
 @dataclass(frozen=True)
@@ -62,10 +63,13 @@ def lab_access(state: LabState, settings: Settings | None = None) -> LabAccess |
     """How to reach the running lab over SSH; None when it was built without `--mgmt`."""
     if state.mgmt is None:
         return None
+    from faultline.network.snapshot import readable_files
+
     ctx = probe_context(state, settings)
     nodes = {d.name: NodeAccess(address=state.mgmt["addresses"][d.name], namespace=d.namespace,
                                 host_key=state.mgmt["host_keys"][d.name],
-                                file_roots=tuple(ctx.file_roots.get(d.name, [])), vty_socket=ctx.vty_dirs.get(d.name))
+                                file_roots=tuple(ctx.file_roots.get(d.name, [])), vty_socket=ctx.vty_dirs.get(d.name),
+                                files=tuple(readable_files(ctx.file_roots.get(d.name, []))))
              for d in state.devices()}
     return LabAccess(key_file=state.mgmt["client_key"], nodes=nodes)
 
@@ -131,10 +135,12 @@ def _host(node: Node, links: list[dict[str, str]], dns_names: list[str]) -> dict
 
 
 def _reachable(host: dict[str, Any], node: NodeAccess, port: int) -> dict[str, Any]:
-    data = dict(host["data"], namespace=node.namespace)
+    data = dict(host["data"], namespace=node.namespace, mgmt_interface=MGMT_INTERFACE)
     if node.vty_socket:
         data["vty_socket"] = node.vty_socket
     data["file_roots"] = list(node.file_roots)
+    if node.files:
+        data["files"] = list(node.files)
     return {"hostname": node.address, "port": port, "groups": host["groups"], "data": data}
 
 

@@ -41,9 +41,9 @@ from pathlib import Path
 from faultline.errors import FaultlineError
 from faultline.lab import teardown
 from faultline.lab.builder import ip_batch, run
-from faultline.lab.state import LabProcess, LabState
+from faultline.lab.state import MGMT_INTERFACE, LabProcess, LabState
 
-IFNAME = "mgmt0"
+IFNAME = MGMT_INTERFACE
 MGMT_TABLE = 1000
 RULE_PREF = 1000
 SSHD = "/usr/sbin/sshd"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -16,6 +16,7 @@ from faultline.lab.namespaces import LAB_PREFIX
 from faultline.network.devices import Device
 
 STATE_FILE = "state.json"
+MGMT_INTERFACE = "mgmt0"  # each node's end of the management network (faultline.lab.mgmt)
 
 
 @dataclass
@@ -56,14 +57,16 @@ class LabState:
     # DeviceDirectory
     def device(self, name: str) -> Device:
         """The device called `name`; KeyError when there is none."""
-        for entry in self.device_list:
+        for entry in self.devices():
             if entry.name == name:
                 return entry
         raise KeyError(name)
 
     def devices(self) -> list[Device]:
-        """Every device, in topology order."""
-        return list(self.device_list)
+        """Every device, in topology order (with its management interface when the lab has a management network)."""
+        if self.mgmt is None:
+            return list(self.device_list)
+        return [replace(d, management=(MGMT_INTERFACE,)) for d in self.device_list]
 
     def save(self) -> None:
         """Write the state atomically (a crash never leaves half a file)."""

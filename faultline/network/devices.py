@@ -25,6 +25,8 @@ class Device:
     role: str  # router, host, switch, dns, dhcp, web, lb, client, server
     namespace: str
     addresses: tuple[str, ...] = field(default_factory=tuple)  # "10.0.1.1/24" (first is the main one)
+    # interfaces of the management plane (how Faultline reaches the device), not of the network diagnosed
+    management: tuple[str, ...] = field(default_factory=tuple)
 
 
 class DeviceDirectory(Protocol):

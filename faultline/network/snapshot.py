@@ -144,7 +144,8 @@ class Snapshot(BaseModel):
 
     def directory(self) -> StaticDirectory:
         """The recorded lab's devices."""
-        return StaticDirectory([Device(d["name"], d["role"], d["namespace"], tuple(d["addresses"]))
+        return StaticDirectory([Device(d["name"], d["role"], d["namespace"], tuple(d["addresses"]),
+                                       tuple(d.get("management", ())))
                                 for d in self.devices])
 
     def context(self) -> ProbeContext:
@@ -259,7 +260,8 @@ def record(ctx: ProbeContext, calls: Sequence[tuple[str, dict[str, Any]]], *, sc
     run(list(calls))
     if traceroute_failures:
         run(traceroute_calls(outputs))
-    devices = [{"name": d.name, "role": d.role, "namespace": d.namespace, "addresses": list(d.addresses)}
+    devices = [{"name": d.name, "role": d.role, "namespace": d.namespace, "addresses": list(d.addresses),
+                **({"management": list(d.management)} if d.management else {})}
                for d in ctx.directory.devices()]
     snap = Snapshot(scenario=scenario, size=size, phase=phase,
                     taken_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), devices=devices,

@@ -11,6 +11,7 @@ host becomes an `SshTarget` (where to connect) and a `Device` (what the probe AP
 - `vty_socket`: FRR's vty socket folder, when not the default one
 - `file_roots`: the folders whose files probes may read (configs, logs)
 - `ssh_key_file`: the private key to log in with
+- `mgmt_interface`: the interface (or list) SSH arrives on: management, not part of the network diagnosed
 
 Credentials never come from the inventory: see `faultline.network.ssh_credentials`.
 """
@@ -86,7 +87,10 @@ def load_ssh_inventory(folder: Path) -> SshInventory:
         )
         addresses = tuple(_with_prefix(a) for a in host.networks)
         # the probe API needs a namespace name to put on command lines; a whole machine gets its own name
-        devices.append(Device(host.host, role if role in ROLES else "host", str(namespace or host.host), addresses))
+        mgmt = data.get("mgmt_interface") or ()
+        management = tuple(str(i) for i in ([mgmt] if isinstance(mgmt, str) else mgmt))
+        devices.append(Device(host.host, role if role in ROLES else "host", str(namespace or host.host), addresses,
+                              management))
         if host_roots:
             roots[host.host] = host_roots
         if data.get("vty_socket"):

@@ -26,9 +26,10 @@ def _interfaces(s: Session, dev: Device) -> None:
     out = s.probe("ip_addr", dev=dev.name, note="interfaces, state, addresses")
     if out is None:
         return
-    now = {i.ifname: i for i in out.record.interfaces}
+    # the management interface is how Faultline reaches the device, not part of the network diagnosed
+    now = {i.ifname: i for i in out.record.interfaces if i.ifname not in dev.management}
     base = s.baseline("ip_addr", dev=dev.name)
-    before = {i.ifname: i for i in base.record.interfaces} if base else {}
+    before = {i.ifname: i for i in base.record.interfaces if i.ifname not in dev.management} if base else {}
     for name, iface in before.items():
         if name not in now and not name.startswith("ifb"):
             flag(s, SCAN, dev, "iface_missing", f"{name} present in the baseline, absent now", family="link",
@@ -110,10 +111,12 @@ def _neighbours(s: Session, dev: Device) -> None:
     if out is None:
         return
     for n in out.record.neighbors:
+        if n.dev in dev.management:
+            continue  # how Faultline reaches the device, not a path of the network diagnosed
         if "PERMANENT" in n.state or "NOARP" in n.state:
             flag(s, SCAN, dev, "arp_static", f"{n.dst} lladdr {n.lladdr} {' '.join(n.state)} dev {n.dev}",
                  family="host_ip", ip=n.dst, lladdr=n.lladdr)
-    states = [n for n in out.record.neighbors if n.dst and ":" not in n.dst]
+    states = [n for n in out.record.neighbors if n.dst and ":" not in n.dst and n.dev not in dev.management]
     if states and all({"INCOMPLETE", "FAILED"} & set(n.state) for n in states):
         flag(s, SCAN, dev, "arp_unresolved", "every IPv4 neighbour INCOMPLETE/FAILED", strength="weak")
 
