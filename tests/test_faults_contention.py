@@ -237,9 +237,14 @@ def test_the_cap_stays_on_its_node(lab):
     state, ctx = lab
     rec = faults.inject(state, "sender_resource_contention", "web_server_2")
     faults.verify(state, ctx)
-    capped, _ = http_median_ms(ctx, "host_1_1_1_1", rec.params["url"])
-    neighbour, samples = http_median_ms(ctx, "host_1_1_1_1", "http://10.1.2.12/")  # web_server_0, same LAN
-    assert capped is not None and neighbour is not None and neighbour < 20 < capped, (capped, samples)
+    capped, capped_samples = http_median_ms(ctx, "host_1_1_1_1", rec.params["url"], samples=9)
+    neighbour, samples = http_median_ms(ctx, "host_1_1_1_1", "http://10.1.2.12/", samples=9)  # web_server_0, same LAN
+    # how much slower a request to the capped server is depends on where its 5 % slice falls: several times the
+    # neighbour's, not a fixed figure (medians of 14.7 to 60 ms were measured here, the neighbour's ~1 ms)
+    assert capped is not None and neighbour is not None and neighbour < 20, (capped_samples, samples)
+    assert capped > max(5 * neighbour, 8), (capped_samples, samples)
+    throttled = [g for g in run_probe(ctx, "cgroup_cpu", dev="web_server_2").record.groups if g.path != "/"]
+    assert throttled and all(g.nr_throttled and g.nr_throttled >= g.nr_periods // 2 for g in throttled), throttled
     assert [g.path for g in run_probe(ctx, "cgroup_cpu", dev="web_server_0").record.groups] == ["/"]
     with pytest.raises(faults.FaultError, match="already CPU-capped by fault"):  # two keepers would fight
         faults.inject(state, "sender_resource_contention", "web_server_2")
