@@ -206,8 +206,10 @@ def test_a_wrong_key_or_a_dead_device_is_a_failure_row_and_the_rest_goes_on(sett
     try:
         dead = net.probe("ip_route", dev="gone")
         assert dead.result.exit_code == 255 and "cannot reach gone" in dead.record.error
+        again = net.probe("ip_addr", dev="gone")  # held down: fails at once, without the connect attempts
+        assert "not retried for now" in again.record.error and again.result.duration_s < 0.1
         assert net.probe("ip_route", dev="box").record.error is None
-        assert net.ctx.runner.stats.failures == 1
+        assert net.ctx.runner.stats.failures == 2
     finally:
         net.ctx.runner.close()
 

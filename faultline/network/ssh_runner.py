@@ -12,7 +12,8 @@ runner's `CommandResult` with the local runner's `argv` (an `ip netns exec` pref
 commands), so a snapshot recorded over SSH replays like one recorded on the lab host.
 
 Connections: at most `pool_size` open (idle ones are closed, least recently used first, to make room),
-at most `per_device` commands at once on one device, `retries` reconnects with a doubling back-off.
+at most `per_device` commands at once on one device, `retries` reconnects with a doubling back-off; a
+device that failed them all is held down for `hold_down_s` (its commands fail at once meanwhile).
 A device that cannot be reached, refuses the login or presents an unknown host key gives a result
 with exit status 255 and the reason in `stderr` and `transport_error`: a failure row, never a crash.
 """
@@ -45,6 +46,9 @@ class PoolOptions:
     per_device: int = 2
     connect_timeout_s: float = 5.0
     retries: int = 2
+    # after a device failed every attempt, its next commands fail at once for this long: a crashed device
+    # would otherwise cost every probe the full connect timeouts and back-offs again
+    hold_down_s: float = 30.0
 
 
 @dataclass
@@ -79,6 +83,7 @@ class SshRunner(Runner):
         self._conns: OrderedDict[str, object] = OrderedDict()  # device -> open connection (LRU order)
         self._busy: dict[str, int] = {}
         self._dead: dict[str, str] = {}  # device -> permanent failure reason
+        self._down: dict[str, tuple[float, str]] = {}  # device -> (retry after, monotonic; why it failed)
         self._slots: dict[str, asyncio.Semaphore] = {}
         self._pool_changed: asyncio.Condition | None = None
         self._opening: dict[str, asyncio.Future] = {}
@@ -147,6 +152,9 @@ class SshRunner(Runner):
         start = time.monotonic()
         slot = self._slots.setdefault(target.device, asyncio.Semaphore(self.options.per_device))
         async with slot:
+            held = self._down.get(target.device)
+            if held is not None and held[0] > time.monotonic():
+                return None, "", "", False, False, time.monotonic() - start, f"{held[1]} (not retried for now)"
             attempt = 0
             while True:
                 try:
@@ -157,13 +165,16 @@ class SshRunner(Runner):
                     problem = _describe(target, exc)
                 else:
                     try:
-                        return (*await self._exec(conn, command, timeout, cap), time.monotonic() - start, None)
+                        answer = await self._exec(conn, command, timeout, cap)
+                        self._down.pop(target.device, None)
+                        return (*answer, time.monotonic() - start, None)
                     except Exception as exc:  # noqa: BLE001 - the connection dropped under the command
                         problem = _describe(target, exc)
                         await self._drop(target.device, conn)
                     finally:
                         self._release(target.device)
                 if attempt >= self.options.retries:
+                    self._down[target.device] = (time.monotonic() + self.options.hold_down_s, problem)
                     return None, "", "", False, False, time.monotonic() - start, problem
                 await asyncio.sleep(_BACKOFF_S * 2 ** attempt)
                 attempt += 1
