@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from faultline.network.devices import Device
+from faultline.network.registry import ProbeOutput
 from faultline.sade.records import Flag
 from faultline.sade.session import Session
 
@@ -70,3 +71,14 @@ def flag(s: Session, scan: str, dev: Device | None, kind: str, evidence: str, *,
     s.flag(Flag(scan=scan, phase=s.phase if s.phase in ("A", "B", "C", "D") else "initial",  # type: ignore[arg-type]
                 device=dev.name if dev else None, kind=kind, evidence=evidence[:400], family=family,
                 strength=strength, vs_baseline=vs_baseline, attrs=attrs))  # type: ignore[arg-type]
+
+
+def unreached(s: Session, scan: str, dev: Device, out: ProbeOutput) -> bool:
+    """Whether `out` never reached `dev` (its management connection failed); flags `mgmt_unreachable` then.
+    The output says nothing about the device's state, so the check stops there."""
+    problem = out.result.transport_error if out.result is not None else None
+    if problem is None:
+        return False
+    flag(s, scan, dev, "mgmt_unreachable", f"{dev.name} does not answer on its management address: {problem}",
+         family="host_crash")
+    return True

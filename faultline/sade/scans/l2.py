@@ -9,7 +9,7 @@ they match, packets diverted to a queue).
 from __future__ import annotations
 
 from faultline.network.devices import Device
-from faultline.sade.scans.common import flag, ipv4, is_end, owner_of
+from faultline.sade.scans.common import flag, ipv4, is_end, owner_of, unreached
 from faultline.sade.session import Session
 
 SCAN = "l2_snapshot"
@@ -24,7 +24,7 @@ def l2_scan(s: Session, dev: Device) -> None:
 
 def _interfaces(s: Session, dev: Device) -> None:
     out = s.probe("ip_addr", dev=dev.name, note="interfaces, state, addresses")
-    if out is None:
+    if out is None or unreached(s, SCAN, dev, out):
         return
     # the management interface is how Faultline reaches the device, not part of the network diagnosed
     now = {i.ifname: i for i in out.record.interfaces if i.ifname not in dev.management}

@@ -14,7 +14,7 @@ import re
 from collections import Counter
 
 from faultline.network.devices import Device
-from faultline.sade.scans.common import IPV4_TEXT, flag, ipv4, is_end, owner_of, same_subnet
+from faultline.sade.scans.common import IPV4_TEXT, flag, ipv4, is_end, owner_of, same_subnet, unreached
 from faultline.sade.session import Session
 
 SCAN_P, SCAN_S = "pressure_sweep", "service_snapshot"
@@ -33,7 +33,7 @@ def service_scan(s: Session, dev: Device) -> None:
 
 def _processes(s: Session, dev: Device) -> None:
     out = s.probe("processes", dev=dev.name, note="process list")
-    if out is None:
+    if out is None or unreached(s, SCAN_P, dev, out):
         return
     procs = out.record.processes
     base = s.baseline("processes", dev=dev.name)
