@@ -13,7 +13,7 @@ front of every login), writes its inventory (`faultline lab inventory`) and meas
 Root only (the lab). Take the lab lock first: `flock /tmp/faultline-lab.lock .venv/bin/python bench/ssh_backend.py`.
 
     .venv/bin/python bench/ssh_backend.py [--scenario simple_bgp] [--sizes s m] [--pools 1 4 16]
-        [--repeat 30] [--suite bench_s [--limit N]] [--json]
+        [--repeat 30] [--suite bench_s [--limit N] [--only ID ...] [--no-latency]] [--json]
 """
 
 from __future__ import annotations
@@ -109,8 +109,9 @@ def diagnoses(settings: Settings, inventory: Path, pools: list[int], incident: s
     return rows
 
 
-def compare_suite(settings: Settings, suite_name: str, limit: int | None, timeout: float) -> list[dict]:
-    """Each incident of the suite on the live lab, diagnosed through both backends."""
+def compare_suite(settings: Settings, suite_name: str, limit: int | None, timeout: float,
+                  only: list[str] | None = None) -> list[dict]:
+    """Each incident of the suite (or those in `only`) on the live lab, diagnosed through both backends."""
     from faultline.corpus.spec import load_suite
     from faultline.lab import faults
     from faultline.lab import lifecycle as lab
@@ -119,6 +120,8 @@ def compare_suite(settings: Settings, suite_name: str, limit: int | None, timeou
 
     suite = load_suite(suite_name)
     specs = list(enumerate(suite.incidents))[:limit] if limit else list(enumerate(suite.incidents))
+    if only:
+        specs = [(i, spec) for i, spec in specs if f"{suite.suite}-{i + 1:03d}" in only]
     groups: dict[tuple[str, str], list] = {}
     for index, spec in specs:
         groups.setdefault((spec.scenario, spec.size), []).append((index, spec))
@@ -172,6 +175,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--suite", default=None, help="also compare both backends on this suite's incidents")
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--only", nargs="+", default=None, help="only these incidents of --suite (e.g. bench-s-041)")
+    parser.add_argument("--no-latency", action="store_true", help="skip parts 1 and 2 (with --suite)")
     parser.add_argument("--timeout", type=float, default=90.0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -181,7 +186,7 @@ def main() -> None:
 
     settings = Settings(lab_dir=Path(tempfile.mkdtemp(prefix="fl-bench-ssh-")), progress=False)
     report: dict[str, Any] = {"scenario": args.scenario, "latency": {}, "diagnosis": {}}
-    for size in args.sizes:
+    for size in ([] if args.no_latency else args.sizes):
         state = lab.up(args.scenario, size, settings, timeout=args.timeout, mgmt=True)
         try:
             inventory = _inventory(settings, Path(tempfile.mkdtemp(prefix="fl-inv-")))
@@ -196,10 +201,17 @@ def main() -> None:
         finally:
             lab.down(settings)
     if args.suite:
-        report["suite"] = compare_suite(settings, args.suite, args.limit, args.timeout)
+        report["suite"] = compare_suite(settings, args.suite, args.limit, args.timeout, args.only)
     if args.json:
         print(json.dumps(report, indent=2))
         return
+    if report["latency"]:
+        _print_latency(report, args)
+    if args.suite:
+        _print_suite(report["suite"], args.suite)
+
+
+def _print_latency(report: dict, args: argparse.Namespace) -> None:
     print(f"per-probe latency on {args.scenario} ({args.repeat} calls each), ms")
     print(f"{'probe':<12} {'device':<16} {'local p50':>9} {'local p95':>9} {'ssh p50':>8} {'ssh p95':>8} {'ratio':>6}")
     for r in report["latency"]:
@@ -211,15 +223,16 @@ def main() -> None:
         for r in rows:
             print(f"{r['backend']:<12} {r['seconds']:>8} {r['probes']:>7} {r['connections']!s:>6} "
                   f"{r['max_open']!s:>8} {r['failures']!s:>7}  {' '.join(r['answer'])}")
-    if args.suite:
-        rows = report["suite"]
-        done = [r for r in rows if "same" in r]
-        print(f"\n{args.suite}: {len(done)} incidents diagnosed both ways, {sum(r['same'] for r in done)} identical "
-              f"submissions, {len(rows) - len(done)} not verified/failed")
-        for r in rows:
-            if not r.get("same", False):
-                print(f"  {r['incident']} {','.join(r['labels'])}: lab={r.get('lab')} ssh={r.get('ssh')} "
-                      f"{r.get('error', '')}")
+
+
+def _print_suite(rows: list[dict], suite: str) -> None:
+    done = [r for r in rows if "same" in r]
+    print(f"\n{suite}: {len(done)} incidents diagnosed both ways, {sum(r['same'] for r in done)} identical "
+          f"submissions, {len(rows) - len(done)} not verified/failed")
+    for r in rows:
+        if not r.get("same", False):
+            print(f"  {r['incident']} {','.join(r['labels'])}: lab={r.get('lab')} ssh={r.get('ssh')} "
+                  f"{r.get('error', '')}")
 
 
 if __name__ == "__main__":

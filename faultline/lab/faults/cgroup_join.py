@@ -8,7 +8,7 @@ the kernel's process events (netlink connector, PROC_EVENT_EXEC), stops every pr
 inside the namespace in the root cpu group (SIGSTOP, within a millisecond or so), writes it into the
 cgroup's `cgroup.procs` and lets it continue (SIGCONT); a sweep of /proc every second catches
 anything missed. Processes already in another group (another fault's capped helper) are left
-alone. It exits on SIGTERM, or by itself once the namespace or the cgroup is gone (so it never
+alone, and so is the node's management sshd (`--spare PID`) with its sshd sessions. It exits on SIGTERM, or by itself once the namespace or the cgroup is gone (so it never
 outlives the lab).
 """
 
@@ -94,6 +94,36 @@ def uncapped(pid: int | str) -> bool:
     return cpu_group(pid) == "/"
 
 
+def _comm_and_parent(pid: int | str) -> tuple[str, int] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    head, _, rest = stat.rpartition(")")  # the command name may hold spaces and parentheses
+    fields = rest.split()
+    return (head.split("(", 1)[1] if "(" in head else "", int(fields[1])) if len(fields) > 1 else None
+
+
+def management(pid: int | str, spare: set[int]) -> bool:
+    """Whether `pid` is the node's management sshd (a PID in `spare`) or one of its sshd sessions.
+
+    A container's CPU quota holds its services, not the host's management daemon: an SSH login still
+    arrives, and the commands it starts (a shell, a probe) are not sshd and are held like any other.
+    """
+    if not spare:
+        return False
+    current, steps = int(pid), 0
+    while current > 1 and steps < 64:
+        info = _comm_and_parent(current)
+        if info is None or info[0] != "sshd":
+            return False
+        if current in spare:
+            return True
+        current, steps = info[1], steps + 1
+    return False
+
+
 def join(cgroup: str, pid: int) -> bool:
     """Write `pid` into the cgroup; False when the process is gone (or the cgroup is)."""
     try:
@@ -125,9 +155,10 @@ def hold_and_join(cgroup: str, pid: int) -> bool:
             pass
 
 
-def run(netns: str, cgroup: str) -> None:
+def run(netns: str, cgroup: str, spare: set[int] | None = None) -> None:
     """Hold the namespace's processes in the cgroup until SIGTERM or until either one disappears."""
     inode = os.stat(f"/run/netns/{netns}").st_ino
+    spare = spare or set()
     sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_CONNECTOR)
     sock.bind((0, CN_IDX_PROC))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
@@ -150,7 +181,7 @@ def run(netns: str, cgroup: str) -> None:
                 if not os.path.exists(f"/run/netns/{netns}") or not os.path.isdir(cgroup):
                     return
                 for pid in namespace_pids(inode):
-                    if uncapped(pid):
+                    if uncapped(pid) and not management(pid, spare):
                         join(cgroup, pid)
                 next_sweep = time.monotonic() + SWEEP_S
             try:
@@ -165,7 +196,7 @@ def run(netns: str, cgroup: str) -> None:
                 next_sweep = 0.0
                 continue
             for pid in exec_pids(data):
-                if netns_inode(pid) == inode and uncapped(pid):
+                if netns_inode(pid) == inode and uncapped(pid) and not management(pid, spare):
                     hold_and_join(cgroup, pid)
     finally:
         signal.set_wakeup_fd(-1)
@@ -179,11 +210,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--netns", required=True, help="network namespace name (/run/netns/NAME)")
     parser.add_argument("--cgroup", required=True, help="cgroup directory (v1), e.g. /sys/fs/cgroup/cpu/NAME")
     parser.add_argument("--tag", default="", help="a marker for the command line (finding the helper by PID)")
+    parser.add_argument("--spare", type=int, action="append", default=[],
+                        help="PID of the node's management sshd: it and its sshd sessions stay out of the group")
     args = parser.parse_args(argv)
     if "/" in args.netns or not os.path.isdir(args.cgroup):
         parser.error("--netns is a name under /run/netns and --cgroup an existing directory")
     try:
-        run(args.netns, args.cgroup)
+        run(args.netns, args.cgroup, set(args.spare))
     except OSError as exc:
         print(f"cgroup_join: {exc}", file=sys.stderr)
         return 1

@@ -40,7 +40,7 @@ from typing import ClassVar
 
 from faultline.lab import teardown
 from faultline.lab.faults.base import Fault, FaultError, FaultRecord, helper_alive, poll, start_helper, stop_helper
-from faultline.lab.faults.cgroup_join import uncapped
+from faultline.lab.faults.cgroup_join import management, uncapped
 from faultline.lab.services import main_ip
 from faultline.lab.state import LabState
 from faultline.lab.topology import Topology
@@ -215,9 +215,13 @@ class CpuContention(Fault):
         state.save()
         try:
             create_group(group, state.prefix)
-            rec.params["moved"] = move([p for p in teardown.namespace_pids(ns) if uncapped(p)], group)
+            # the management network's sshd is the host's, not the capped service's (faultline.lab.mgmt)
+            spare = {p.pid for p in state.processes if p.device == rec.target and p.name == "sshd"}
+            rec.params["moved"] = move([p for p in teardown.namespace_pids(ns)
+                                        if uncapped(p) and not management(p, spare)], group)
             rec.params["helper_pid"] = start_helper(
-                [sys.executable, "-I", str(JOINER), "--netns", ns, "--cgroup", str(group), "--tag", marker])
+                [sys.executable, "-I", str(JOINER), "--netns", ns, "--cgroup", str(group), "--tag", marker,
+                 *(arg for pid in sorted(spare) for arg in ("--spare", str(pid)))])
             # the shell joins the group first, so the load never runs a moment uncapped
             script = 'g=$1; ns=$2; shift 2; echo $$ > "$g/cgroup.procs" && exec ip netns exec "$ns" "$@"'
             rec.params["load_pid"] = start_helper(["sh", "-c", script, "sh", str(group), ns, *load])
