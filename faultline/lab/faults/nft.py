@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, sh
 from faultline.lab.faults.interfaces import pick_interface
-from faultline.lab.state import LabState
+from faultline.lab.state import MGMT_INTERFACE, LabState
 from faultline.lab.topology import Topology
 from faultline.network.probes import ProbeContext, run_probe
 
@@ -54,9 +54,12 @@ class NftFilter(Fault):
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         table = table_name(rec)
         lines = [f"table {self.family} {table} {{"]
+        # an ACL on the data plane, not on the management interface a NOC reaches the device through
+        spare = {"input": f'iifname != "{MGMT_INTERFACE}" ', "output": f'oifname != "{MGMT_INTERFACE}" '} \
+            if state.mgmt is not None and self.family != "arp" else {}
         for chain in self.chains:
             lines.append(f"  chain {chain} {{ type filter hook {chain} priority -10; policy accept;")
-            lines += [f"    {m + ' ' if m else ''}counter drop" for m in self.matches]
+            lines += [f"    {spare.get(chain, '')}{m + ' ' if m else ''}counter drop" for m in self.matches]
             lines.append("  }")
         lines.append("}")
         load_ruleset(state.device(rec.target).namespace, "\n".join(lines) + "\n")
