@@ -147,11 +147,14 @@ def compare_suite(settings: Settings, suite_name: str, limit: int | None, timeou
                             t0 = time.perf_counter()
                             diag = diagnose(net, incident_id=row["incident"], ticket="")
                             row[name] = list(map(str, _answer(diag)))
+                            row[f"{name}_flags"] = sorted({f"{f.kind}@{f.device}" for f in diag.flags})
                             row[f"{name}_probes"] = diag.probe_calls
                             row[f"{name}_s"] = round(time.perf_counter() - t0, 1)
                         finally:
                             close_backend(net)
                     row["same"] = row["lab"] == row["ssh"]
+                    if row["same"]:  # the flags only matter for explaining a difference
+                        row.pop("lab_flags"), row.pop("ssh_flags")
                 except Exception as exc:  # noqa: BLE001 - one incident that does not verify is a row
                     row["error"] = f"{type(exc).__name__}: {exc}"[:300]
                 finally:
