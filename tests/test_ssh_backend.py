@@ -343,3 +343,22 @@ def test_the_nightly_shares_one_connection_pool_across_incidents(settings, box):
         assert first.ctx.runner.stats.connections_opened == 1
     finally:
         first.ctx.runner.close()
+
+
+def test_every_lab_role_survives_the_inventory(tmp_path):
+    """An inventory `lab inventory` writes gives the SSH backend the lab's own devices: names, roles, addresses."""
+    from faultline.lab.inventory import write_lab_inventory
+    from faultline.lab.scenarios import build_topology
+    from faultline.network.ssh_inventory import load_ssh_inventory
+
+    for scenario in ("ospf_enterprise_dhcp", "dc_clos_service"):
+        topo = build_topology(scenario, "s")
+        write_lab_inventory(topo, tmp_path / scenario)
+        inv = load_ssh_inventory(tmp_path / scenario)
+        got = {(d.name, d.role, d.addresses) for d in inv.directory.devices()}
+        assert got == {(n.name, n.role, tuple(n.addresses)) for n in topo.nodes.values()}, inv.rejected
+    (tmp_path / "odd").mkdir()
+    (tmp_path / "odd" / "hosts.yaml").write_text("r1: {hostname: 10.0.0.1, data: {role: toaster}}\n"
+                                                 "r2: {hostname: 10.0.0.2, data: {role: router}}\n")
+    odd = load_ssh_inventory(tmp_path / "odd")
+    assert [d.name for d in odd.directory.devices()] == ["r2"] and "toaster" in odd.rejected[0]

@@ -4,7 +4,8 @@ The folder is the one `faultline ingest inventory` reads (`faultline.inventory.l
 host becomes an `SshTarget` (where to connect) and a `Device` (what the probe API knows). Keys a host
 (or its groups, or the defaults) may set under `data`:
 
-- `role`: router, host, switch, dns, dhcp, web, lb, client, server (default host; router for platform frr)
+- `role`: router, host, switch, dns, dhcp, web, lb, backend (a web server behind a load balancer), client,
+  server (default host; router for platform frr)
 - `addresses`: its data-plane addresses; `hostname` is the management address SSH connects to
 - `namespace`: the device is this network namespace on the SSH server (the lab's nodes); absent, the
   device is the whole machine
@@ -24,7 +25,7 @@ from pathlib import Path
 from faultline.errors import FaultlineError
 from faultline.network.devices import Device, StaticDirectory, valid_device_name
 
-ROLES = ("router", "host", "switch", "dns", "dhcp", "web", "lb", "client", "server")
+ROLES = ("router", "host", "switch", "dns", "dhcp", "web", "lb", "backend", "client", "server")
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,9 @@ def load_ssh_inventory(folder: Path) -> SshInventory:
             rejected.append(f"{host.host}: {problem}")
             continue
         role = host.role or ("router" if host.platform == "frr" else "host")
+        if role not in ROLES:
+            rejected.append(f"{host.host}: role {role!r} is none of {', '.join(ROLES)}")
+            continue
         namespace = data.get("namespace")
         key_file = data.get("ssh_key_file")
         host_roots = [str(r) for r in data.get("file_roots") or []]
@@ -89,8 +93,7 @@ def load_ssh_inventory(folder: Path) -> SshInventory:
         # the probe API needs a namespace name to put on command lines; a whole machine gets its own name
         mgmt = data.get("mgmt_interface") or ()
         management = tuple(str(i) for i in ([mgmt] if isinstance(mgmt, str) else mgmt))
-        devices.append(Device(host.host, role if role in ROLES else "host", str(namespace or host.host), addresses,
-                              management))
+        devices.append(Device(host.host, role, str(namespace or host.host), addresses, management))
         if host_roots:
             roots[host.host] = host_roots
         if data.get("vty_socket"):
