@@ -204,13 +204,21 @@ def write_ssh_files(mgmt: dict, run_dir: Path) -> None:
     mgmt["host_keys"] = dict(_each(node, list(mgmt["addresses"])))
 
 
+_WITH_CPU_CGROUP = ('if [ -d /sys/fs/cgroup ] && ! [ -e /sys/fs/cgroup/cpu/cpu.stat ]; then '
+                    'mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup && mkdir -p /sys/fs/cgroup/cpu && '
+                    'mount -t cgroup -o cpu cgroup /sys/fs/cgroup/cpu; fi; exec "$0" "$@"')
+
+
 def start_sshd(mgmt: dict, device: str, namespace: str, timeout: float = 10.0) -> int:
     """Start `device`'s sshd in its namespace (it daemonizes) and return its PID from the pid file."""
     ndir = node_dir(mgmt, device)
     pidfile = ndir / "sshd.pid"
     pidfile.unlink(missing_ok=True)
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
-    run(["ip", "netns", "exec", namespace, SSHD, "-f", str(ndir / "sshd_config"), "-E", str(ndir / "sshd.log")])
+    # `ip netns exec` gives sshd the node's /etc files but a /sys of its own, without the cgroup hierarchies: the
+    # cpu one is mounted again there, so a login reads the node's CPU groups as a root-namespace probe does
+    run(["ip", "netns", "exec", namespace, "sh", "-c", _WITH_CPU_CGROUP, SSHD, "-f", str(ndir / "sshd_config"),
+         "-E", str(ndir / "sshd.log")])
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         text = pidfile.read_text().strip() if pidfile.exists() else ""

@@ -11,10 +11,12 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from faultline.errors import FaultlineError
-from faultline.network.devices import Device, DeviceDirectory, valid_device_name
+
+if TYPE_CHECKING:  # not imported at run time: the SSH forced command loads this module for every command
+    from faultline.network.devices import Device, DeviceDirectory
 
 _DEVICE = re.compile(r"[a-z][a-z0-9_-]{0,30}")
 _LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?"
@@ -48,6 +50,8 @@ def _need_str(what: str, value: Any) -> str:
 def device(directory: DeviceDirectory, name: Any) -> Device:
     """A device name that is well-formed and present in the directory."""
     name = _need_str("device name", name)
+    from faultline.network.devices import valid_device_name
+
     if not (_DEVICE.fullmatch(name) and valid_device_name(name)):
         raise ProbeError(f"invalid device name {name!r}", fix="use a lab device name such as 'r1' or 'h1'")
     try:

@@ -8,7 +8,7 @@ the kernel's process events (netlink connector, PROC_EVENT_EXEC), stops every pr
 inside the namespace in the root cpu group (SIGSTOP, within a millisecond or so), writes it into the
 cgroup's `cgroup.procs` and lets it continue (SIGCONT); a sweep of /proc every second catches
 anything missed. Processes already in another group (another fault's capped helper) are left
-alone, and so is the node's management sshd (`--spare PID`) with its sshd sessions. It exits on SIGTERM, or by itself once the namespace or the cgroup is gone (so it never
+alone, and so is the node's management sshd (`--spare PID`) with everything its logins start. It exits on SIGTERM, or by itself once the namespace or the cgroup is gone (so it never
 outlives the lab).
 """
 
@@ -106,20 +106,20 @@ def _comm_and_parent(pid: int | str) -> tuple[str, int] | None:
 
 
 def management(pid: int | str, spare: set[int]) -> bool:
-    """Whether `pid` is the node's management sshd (a PID in `spare`) or one of its sshd sessions.
+    """Whether `pid` is the node's management sshd (a PID in `spare`) or anything a login through it started.
 
-    A container's CPU quota holds its services, not the host's management daemon: an SSH login still
-    arrives, and the commands it starts (a shell, a probe) are not sshd and are held like any other.
+    A container's CPU quota holds its services, not the host's management plane: an operator's SSH login,
+    and the commands it runs, are the host's.
     """
     if not spare:
         return False
     current, steps = int(pid), 0
     while current > 1 and steps < 64:
-        info = _comm_and_parent(current)
-        if info is None or info[0] != "sshd":
-            return False
         if current in spare:
             return True
+        info = _comm_and_parent(current)
+        if info is None:
+            return False
         current, steps = info[1], steps + 1
     return False
 
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cgroup", required=True, help="cgroup directory (v1), e.g. /sys/fs/cgroup/cpu/NAME")
     parser.add_argument("--tag", default="", help="a marker for the command line (finding the helper by PID)")
     parser.add_argument("--spare", type=int, action="append", default=[],
-                        help="PID of the node's management sshd: it and its sshd sessions stay out of the group")
+                        help="PID of the node's management sshd: it and what its logins start stay out of the group")
     args = parser.parse_args(argv)
     if "/" in args.netns or not os.path.isdir(args.cgroup):
         parser.error("--netns is a name under /run/netns and --cgroup an existing directory")
