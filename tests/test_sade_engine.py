@@ -190,3 +190,31 @@ def test_a_server_fault_no_user_sees_is_found_by_the_pressure_sweep_before_the_d
     swept = [st for st in diag.steps if st.note.startswith("pressure sweep")]
     assert swept and {st.phase for st in swept} == {"D"}  # the service devices' own look, nothing bottom-up
     assert not any(st.phase in ("A", "B", "C") for st in diag.steps) and diag.probe_calls < 20
+
+
+def test_two_suspects_each_get_their_likeliest_family_before_either_ones_long_tail() -> None:
+    folder = SAMPLE / "backlog/sample-backlog-046"  # host_1 behind an ICMP ACL, host_2 with a wrong gateway
+    diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
+    assert diag.submission is not None
+    assert sorted(diag.submission.v1.root_cause_name) == ["host_incorrect_gateway", "icmp_acl_block"]
+    order = [(st.tool, st.args.get("dev")) for st in diag.steps]
+    # host_2's own default route is read before any packet filter of host_1's path
+    assert order.index(("ip_route", "host_2")) < min(i for i, (tool, _) in enumerate(order) if tool == "nft_ruleset")
+    assert not any(st.tool in ("tc_qdisc", "cgroup_cpu") for st in diag.steps)
+
+
+def test_a_slow_page_whose_name_resolved_in_time_is_not_blamed_on_the_name_server_first() -> None:
+    from faultline.sade.index import classify
+    from faultline.sade.initial import initial_scan
+    from faultline.sade.session import Session
+
+    kinds = {}
+    for case in ("backlog/sample-backlog-034", "backlog/sample-backlog-012"):  # LB overload; DNS latency
+        s = Session(snapshot_backend(SAMPLE / case / "snapshot.json.gz"))
+        kinds[case] = {lead.kind for lead in classify(s, initial_scan(s))}
+    assert kinds == {"backlog/sample-backlog-034": {"service_slow_after_lookup"},
+                     "backlog/sample-backlog-012": {"service_slow"}}
+    folder = SAMPLE / "backlog/sample-backlog-034"
+    diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
+    assert diag.submission is not None and diag.submission.v1.root_cause_name == ["load_balancer_overload"]
+    assert not any(st.args.get("dev") == "dns_server" for st in diag.steps)

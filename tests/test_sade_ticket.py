@@ -38,7 +38,9 @@ def test_a_server_side_answer_names_the_users_it_reached() -> None:
         assert diag.submission is not None and diag.submission.v1.root_cause_name == [truth["root_cause_name"]]
         # the DHCP server and the user whose resolver it changed, seen on that user's own machine
         assert sorted(diag.submission.v1.faulty_devices) == sorted(truth["faulty_devices"])
-        assert any(st.note.startswith("users the answer reaches") for st in diag.steps)
+        user = next(d for d in truth["faulty_devices"] if d != "dhcp_server")
+        assert any(st.tool == "read_file" and st.args.get("dev") == user and st.args["path"].endswith("resolv.conf")
+                   for st in diag.steps)
         assert diag.probe_calls < 25
 
 
@@ -61,3 +63,32 @@ def test_the_index_turns_words_into_a_lead_on_a_device_the_ticket_names() -> Non
     assert (lead.kind, s.device(lead.lead).role) == ("ticket_dns", "dns")  # no user named: the DNS server
     assert ticket_leads(Session(snapshot_backend(folder / "snapshot.json.gz"), ticket="All good, thanks")) == []
     assert ticket_leads(Session(snapshot_backend(folder / "snapshot.json.gz"))) == []
+
+
+def test_a_resolver_outside_the_network_in_the_users_output_sends_the_look_to_the_users_resolvers() -> None:
+    folder = HISTORY / "sample-history-010"  # the user's dig output: "communications error to 8.8.8.8#53"
+    text = ticket_text(folder)
+    assert "8.8.8.8#53" in text
+    s = Session(snapshot_backend(folder / "snapshot.json.gz"), ticket=text)
+    leads = ticket_leads(s)
+    # the ticket does not say which machine: every user position (one per subnet) is a suspect
+    assert {lead.kind for lead in leads} == {"ticket_foreign_resolver"} and len(leads) >= 2
+    assert {s.device(lead.lead).role for lead in leads} <= {"host", "client"}
+    guided = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name, ticket=text)
+    vague = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name,
+                     ticket="Can't resolve web1.local since 09:00")
+    for diag in (guided, vague):
+        assert diag.submission is not None and diag.submission.v1.root_cause_name == ["dhcp_spoofed_dns"]
+    # no look at the name server itself: the output already says the lookups never reached it
+    assert not any(st.args.get("dev") == "dns_server" for st in guided.steps)
+    assert any(st.args.get("dev") == "dns_server" for st in vague.steps)
+    assert guided.probe_calls < vague.probe_calls
+
+
+def test_a_quoted_resolver_of_this_network_is_not_a_foreign_one() -> None:
+    folder = HISTORY / "sample-history-010"
+    s = Session(snapshot_backend(folder / "snapshot.json.gz"))
+    dns = s.device("dns_server").addresses[0].split("/")[0]
+    s.ticket = f"Can't resolve web1.local: ;; communications error to {dns}#53: timed out"
+    [lead] = ticket_leads(s)
+    assert lead.kind == "ticket_dns"

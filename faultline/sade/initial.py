@@ -31,6 +31,7 @@ class Symptoms:
 
     failing: list[tuple[str, str, str]] = field(default_factory=list)  # (src, dst, status)
     services: list[tuple[str, str]] = field(default_factory=list)  # (url, problem)
+    resolved_in_time: set[str] = field(default_factory=set)  # slow URLs whose name lookup was not the slow part
     leads: list[str] = field(default_factory=list)
 
     @property
@@ -151,6 +152,8 @@ def _canary(s: Session, sym: Symptoms, src: Device | None = None, limit: int = M
             if owner and owner not in sym.leads:
                 sym.leads.append(owner)
             lookup = rec.time_namelookup_s or 0
+            if slow and lookup <= max(SLOW_FACTOR * (base.record.time_namelookup_s or 0), SLOW_MIN_S):
+                sym.resolved_in_time.add(url)
             if rec.status != "dns_error" and base is not None and _lookup_alone_slow(rec, base.record):
                 for dns in s.devices("dns"):
                     flag(s, SCAN, dns, "dns_slow", f"{src.name}: name lookup for {url} took {lookup:.2f}s "

@@ -15,7 +15,9 @@ Flat: the initial scan, every check on every device, one match at the end.
 
 from __future__ import annotations
 
-from faultline.sade.index import LeadSymptom, classify, families_for, redirects, targets
+from collections.abc import Iterator
+
+from faultline.sade.index import LeadSymptom, classify, families_for, load_index, redirects, targets
 from faultline.sade.initial import Symptoms, initial_scan, service_canary
 from faultline.sade.matcher import Match, match
 from faultline.sade.scans import CHECKS_BY_NAME, PHASE_SCANS
@@ -27,7 +29,8 @@ from faultline.sade.ticket import ticket_leads
 PHASES = ("A", "B", "C", "D")
 INFRA_ROLES = {"router", "switch"}
 SERVICE_ROLES = {"dns", "dhcp", "lb", "web"}
-SERVICE_KINDS = ("service_failure", "service_slow", "ticket_dns", "ticket_address")
+SERVICE_KINDS = ("service_failure", "service_slow", "service_slow_after_lookup", "ticket_dns", "ticket_address",
+                 "ticket_foreign_resolver")
 
 
 def _roles(s: Session) -> dict[str, str]:
@@ -46,7 +49,8 @@ def explains(matches: list[Match], leads: list[LeadSymptom], s: Session, tried: 
     routers = {m.device for m in real if roles.get(m.device) in INFRA_ROLES}
     for lead in leads:
         if lead.kind in SERVICE_KINDS:
-            if not (service or upstream or lead.lead in named):
+            # a fault on any device the failing request passed through (the user's own position included)
+            if not (service or upstream or lead.lead in named or set(lead.peers) & named):
                 return False
         elif lead.lead in named:
             continue
@@ -105,31 +109,61 @@ def _skill_search(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles
     """
     touched: set[str] = {lead.lead}
     for far in passes:
-        queue, started = families_for(lead.kind), set()
-        while queue:
-            family = queue.pop(0)
-            if family in started:
-                continue
-            started.add(family)
-            if not _applies(s, family):
-                continue
-            for probe in skill(family).probes:
-                if (probe.on in FAR_TARGETS) != far:
-                    continue
-                for device in targets(s, probe.on, lead):
-                    touched.add(device)
-                    if _run(s, probe.check, device, f"{lead.kind} {lead.lead} -> skill {family}"):
-                        touched |= _far_ends(s, device)
-                        found = match(s.flags, roles=roles)
-                        if explains(found, leads, s, tried):
-                            return found
-            if far or not any(p.on in FAR_TARGETS for p in skill(family).probes):
-                tried.add(family)  # every probe of the skill has looked: its absence of evidence now counts
-            found = match(s.flags, roles=roles)
-            if explains(found, leads, s, tried):
+        for found in _family_steps(s, lead, leads, roles, tried, far, touched):
+            if found:
                 return found
-            queue = [f for f in redirects(s, touched) if f not in started] + queue
     return match(s.flags, roles=roles, complete={lead.lead})
+
+
+def _family_steps(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles: dict[str, str], tried: set[str],
+                  far: bool, touched: set[str]) -> Iterator[list[Match]]:
+    """One pass (near or far probes) of a lead's family search, one family per step: yields the matches once
+    they explain the leads (and stops), else [] after each family."""
+    queue, started = families_for(lead.kind), set()
+    while queue:
+        family = queue.pop(0)
+        if family in started:
+            continue
+        started.add(family)
+        if not _applies(s, family):
+            continue
+        for probe in skill(family).probes:
+            if (probe.on in FAR_TARGETS) != far:
+                continue
+            for device in targets(s, probe.on, lead):
+                touched.add(device)
+                if _run(s, probe.check, device, f"{lead.kind} {lead.lead} -> skill {family}"):
+                    touched |= _far_ends(s, device)
+                    found = match(s.flags, roles=roles)
+                    if explains(found, leads, s, tried):
+                        yield found
+                        return
+        if far or not any(p.on in FAR_TARGETS for p in skill(family).probes):
+            tried.add(family)  # every probe of the skill has looked: its absence of evidence now counts
+        found = match(s.flags, roles=roles)
+        if explains(found, leads, s, tried):
+            yield found
+            return
+        queue = [f for f in redirects(s, touched) if f not in started] + queue
+        yield []
+
+
+def _interleaved(s: Session, leads: list[LeadSymptom], roles: dict[str, str], tried: set[str], far: bool,
+                 touched: dict[str, set[str]]) -> list[Match]:
+    """Every lead's family search side by side, one family per lead in turn: each suspect's likeliest family
+    before any suspect's long tail (two isolated hosts: the second one's address check before the first
+    one's ACL, routing and queueing looks). The matches once they explain the leads, else the residual
+    matches over the leads."""
+    searches = [_family_steps(s, lead, leads, roles, tried, far, touched.setdefault(lead.lead, {lead.lead}))
+                for lead in leads]
+    while searches:
+        for search in list(searches):
+            found = next(search, None)
+            if found is None:
+                searches.remove(search)
+            elif found:
+                return found
+    return match(s.flags, roles=roles, complete={lead.lead for lead in leads})
 
 
 def _far_ends(s: Session, device: str) -> set[str]:
@@ -154,11 +188,12 @@ def _far_ends(s: Session, device: str) -> set[str]:
 
 
 def _triage(s: Session, leads: list[LeadSymptom], roles: dict[str, str], tried: set[str]) -> list[Match]:
-    """SADE's infra_sweep over the suspects first: one interface/address look at every isolated or unstable
-    device (several leads often share one cause; the device that shows it saves a family search on the others)."""
+    """SADE's infra_sweep over the suspects first: the index's one cheap look per symptom kind (`triage:`, an
+    interface and address look at an isolated or unstable device) on every lead (several leads often share one
+    cause; the device that shows it saves a family search on the others)."""
+    looks = load_index().get("triage") or {}
     for lead in leads:
-        if lead.kind in ("host_isolated", "unstable") and _run(s, "interfaces", lead.lead,
-                                                               f"triage {lead.kind} {lead.lead}"):
+        if lead.kind in looks and _run(s, looks[lead.kind], lead.lead, f"triage {lead.kind} {lead.lead}"):
             found = match(s.flags, roles=roles)
             if explains(found, leads, s, tried):
                 return found
@@ -264,11 +299,10 @@ def deterministic(s: Session) -> list[Match]:
     tried: set[str] = set()
     found = _triage(s, leads, roles, tried)
     # near evidence first for every lead (the other suspect's own look before this one's far fan-out)
+    touched: dict[str, set[str]] = {}
     for far in (False, True):
-        for lead in leads:
-            if found and explains(found, leads, s, tried):
-                break
-            found = _skill_search(s, lead, leads, roles, tried, passes=(far,))
+        if leads and not (found and explains(found, leads, s, tried)):
+            found = _interleaved(s, leads, roles, tried, far, touched)
     if any(not m.fallback for m in found):
         return _second_look(s, sym, _settled(s, found, roles), roles, tried)
     if not sym.any and not leads:

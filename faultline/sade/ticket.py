@@ -13,27 +13,44 @@ from __future__ import annotations
 import re
 from urllib.parse import urlparse
 
+from faultline.network.snapshot import client_positions
 from faultline.sade.index import LeadSymptom, load_index
 from faultline.sade.scans.common import IPV4_TEXT, owner_of
 from faultline.sade.session import Session
 
 
 def ticket_leads(s: Session) -> list[LeadSymptom]:
-    """The ticket's lead symptom (at most one), or [] without a ticket or without words the index knows."""
+    """The ticket's lead symptom (one, or one per user position when the rule's lead is any user), or []
+    without a ticket or without words the index knows."""
     text = (s.ticket or "").lower()
     if not text.strip():
         return []
     for rule in load_index().get("ticket") or []:
         if not any(re.search(word, text) for word in rule["words"]):
             continue
+        if rule.get("foreign") and not _foreign_address(s, text, rule["words"]):
+            continue
         named = named_devices(s, text)
         roles = {d: s.device(d).role for d in named}
         preferred = [d for role in rule.get("lead", []) for d in named if roles[d] == role]
+        if not preferred and rule.get("default") == "users":
+            # the user is not named: any user position could have written it, each one is a lead
+            users = client_positions(s.devices())
+            return [LeadSymptom(rule["kind"], u, [d for d in users if d != u][:3]) for u in users]
         default = [d.name for d in s.devices(rule["default"])] if rule.get("default") else []
         lead = (preferred or default or [""])[0]
         if lead:
             return [LeadSymptom(rule["kind"], lead, [d for d in named if d != lead][:3])]
     return []
+
+
+def _foreign_address(s: Session, text: str, words: list[str]) -> bool:
+    """Does one of the addresses the words capture belong to no device of this network?"""
+    for word in words:
+        for m in re.finditer(word, text):
+            if m.groups() and m.group(1) and owner_of(s, m.group(1)) is None:
+                return True
+    return False
 
 
 def named_devices(s: Session, text: str) -> list[str]:
