@@ -121,3 +121,32 @@ def test_file_emptied_later_loses_its_old_lines(conn, settings, tmp_path):
     log.write_text("")
     _ingest(conn, settings, log)
     assert conn.execute("SELECT count(*) FROM log_lines").fetchone()[0] == 0
+
+
+def test_files_validated_together_keep_their_own_quarantine_and_match_one_by_one(conn, settings, tmp_path):
+    from faultline import db
+    from faultline.config import Settings
+    from faultline.ingest.api import ingest_one
+
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    for n in range(6):  # small files, each with an over-long line at a different place
+        lines = [f"Jun 14 15:16:{s:02d} r{n} sshd[5]: session {s} opened".encode() for s in range(n + 2)]
+        lines.insert(n % 3, b"B" * 1_048_576)
+        (folder / f"r{n}.log").write_bytes(b"\n".join(lines) + b"\n")
+    (folder / "core.dump").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 50)
+    together = _ingest(conn, settings, folder)
+    _balanced(conn, together)
+    assert [f.quarantined for f in together.files] == [1] * 7 and {f.status for f in together.files} == {"ingested"}
+    # the same files one at a time, into a warehouse of their own: the same rows and the same rejects
+    alone = Settings(duckdb_path=tmp_path / "alone.duckdb", lancedb_dir=tmp_path / "lance", progress=False)
+    other = db.connect(alone.duckdb_path)
+    try:
+        for path in sorted(folder.iterdir()):
+            ingest_one(other, alone, "logs", path, run_id=None)
+        rows = "SELECT source_file, line_no, raw FROM log_lines ORDER BY 1, 2"
+        quarantined = "SELECT source_file, record_no, expectation FROM quarantine ORDER BY 1, 2"
+        assert conn.execute(rows).fetchall() == other.execute(rows).fetchall()
+        assert conn.execute(quarantined).fetchall() == other.execute(quarantined).fetchall()
+    finally:
+        other.close()

@@ -101,9 +101,9 @@ def test_ingest_flow_run_is_recorded_on_the_server(prefect_api, tmp_path):
 def test_the_adhoc_deployment_runs_through_a_worker_and_is_read_back_through_the_api(prefect_api, tmp_path):
     """prefect.yaml deploys; a process worker runs the ad-hoc deployment with parameters; the API shows it done."""
     from tests.conftest import REPO
-    from tests.test_nightly import _corpus
+    from tests.test_nightly import HISTORY, _corpus
 
-    corpus = _corpus(tmp_path / "corpus", ["sample-backlog-042", "sample-backlog-047"])
+    corpus = _corpus(tmp_path / "corpus", ["sample-backlog-042", "sample-backlog-047"], history=HISTORY[:2])
     env = {**os.environ, "PREFECT_API_URL": prefect_api["url"], "PREFECT_HOME": str(prefect_api["home"]),
            "FAULTLINE_DUCKDB_PATH": str(tmp_path / "fl.duckdb"), "FAULTLINE_LANCEDB_DIR": str(tmp_path / "lance"),
            "FAULTLINE_LOG_DEFAULT_YEAR": "2026", "FAULTLINE_PROGRESS": "false", "PWD": str(REPO)}

@@ -23,7 +23,7 @@ import duckdb
 
 from faultline.config import Settings
 from faultline.errors import FaultlineError
-from faultline.ingest.api import FileReport, expand_paths, ingest_one
+from faultline.ingest.api import FileReport, expand_paths, ingest_many, ingest_one
 from faultline.ingest.reading import Reject
 from faultline.ingest.store import replace_quarantine
 from faultline.runs import finish_run, record_failure, start_run
@@ -114,8 +114,8 @@ def ingest_incidents(conn: duckdb.DuckDBPyConnection, settings: Settings, paths:
             record_failure(conn, run_id=run_id, stage="ingest_incident", subject=str(folder), exc=exc)
             report.failed[folder.name] = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
     # the suites' syslog archives: ordinary logs, no incident id (the lines name their devices)
-    for log in expand_paths("logs", archive_folders(paths)):
-        report.files.append(ingest_one(conn, settings, "logs", log, run_id=run_id, force=force))
+    report.files += ingest_many(conn, settings, "logs", expand_paths("logs", archive_folders(paths)), run_id=run_id,
+                                force=force)
     # the inventories of the networks the suites ran (`<suite>/inventory/<scenario>_<size>/hosts.yaml`)
     from faultline.inventory.ingest import ingest_inventory
 
@@ -146,10 +146,10 @@ def _one(conn: duckdb.DuckDBPyConnection, settings: Settings, folder: Path, repo
     report.files.append(file_report)
     if file_report.status == "failed":
         raise FaultlineError(f"{ticket_file}: {file_report.error}", fix="see run_failures for the details")
-    for log in sorted((folder / "logs").glob("*/*")):  # a corpus from before the syslog archive
-        if log.is_file():
-            report.files.append(ingest_one(conn, settings, "logs", log, run_id=report.run_id, force=force,
-                                           incident_id=incident_id, host=log.parent.name))
+    for host in sorted(p for p in (folder / "logs").glob("*") if p.is_dir()):  # a corpus from before the archive
+        logs = sorted(p for p in host.iterdir() if p.is_file())
+        report.files += ingest_many(conn, settings, "logs", logs, run_id=report.run_id, force=force,
+                                    incident_id=incident_id, host=host.name)
     truth = _read_json(folder / "ground_truth.json")
     _upsert_incident(conn, folder, incident_id, meta, ticket)
     _upsert_truth(conn, incident_id, truth)
