@@ -1,8 +1,10 @@
-"""Ingest throughput: log lines/s for a generated syslog file, tickets/s for the ZooKeeper export.
+"""Ingest throughput: log lines/s for a generated syslog file, tickets/s for the ZooKeeper export, and the
+project's sample corpus (about 2,400 small files) ingested with each file validated on its own and with
+small files validated together.
 
 Each phase runs in its own process so its peak RSS is its own. Prints a table, or JSON with --json.
 
-    .venv/bin/python bench/ingest.py [--lines 1000000] [--tickets FILE] [--json]
+    .venv/bin/python bench/ingest.py [--lines 1000000] [--tickets FILE] [--corpus data/sample] [--json]
 """
 
 from __future__ import annotations
@@ -84,6 +86,35 @@ def _phase(kind: str, path: str, db: str) -> None:
     }))
 
 
+def _corpus_phase(mode: str, path: str, db: str) -> None:
+    """Ingest a corpus of incident folders (child mode): `one` validates file by file, `together` in batches."""
+    from faultline.offline import apply_offline_env
+
+    apply_offline_env()
+    from faultline import db as warehouse
+    from faultline.config import Settings
+    from faultline.ingest import api
+    from faultline.ingest.incidents import incident_folders, ingest_incidents
+
+    if mode == "one":
+        api.TOGETHER_FILES = 1  # every flush holds one file: one Great Expectations run per file, as before
+    settings = Settings(duckdb_path=Path(db), progress=False, log_default_year=2026)
+    warm = Path(db).with_suffix(".warmup.log")
+    warm.write_text("Jun 14 15:16:01 r1 sshd[5]: ok\n")
+    api.ingest_paths(warehouse.connect(":memory:"), settings, "logs", [warm])  # imports, first validation
+    conn = warehouse.open_warehouse(settings)
+    roots = [Path(path) / part for part in ("history", "backlog")]
+    start = time.perf_counter()
+    report = ingest_incidents(conn, settings, roots)
+    seconds = time.perf_counter() - start
+    files = len(report.files)
+    print(json.dumps({"kind": f"corpus/{mode}", "records": sum(f.records_in for f in report.files),
+                      "stored": sum(f.accepted for f in report.files), "files": files,
+                      "incidents": len(incident_folders(roots)), "seconds": round(seconds, 3),
+                      "per_second": round(files / seconds, 1), "startup_seconds": 0.0,
+                      "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
+
+
 def _run_phase(kind: str, path: Path, db: Path) -> dict:
     done = subprocess.run([sys.executable, __file__, "--phase", kind, str(path), str(db)],
                           capture_output=True, text=True, check=False)
@@ -97,11 +128,16 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=1_000_000, help="syslog lines to generate")
     parser.add_argument("--tickets", type=Path, default=configured_path("tickets", "zookeeper.jsonl"),
                         help="JIRA-style ticket export (default: $FAULTLINE_DATA_DIR/tickets/zookeeper.jsonl)")
+    parser.add_argument("--corpus", type=Path, default=REPO / "data" / "sample",
+                        help="a corpus with history/ and backlog/ incident folders (default: data/sample)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--phase", nargs=3, metavar=("KIND", "PATH", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
-        _phase(*args.phase)
+        if args.phase[0].startswith("corpus/"):
+            _corpus_phase(args.phase[0].split("/", 1)[1], *args.phase[1:])
+        else:
+            _phase(*args.phase)
         return
     require_paths(parser, args, "tickets")
     with tempfile.TemporaryDirectory() as tmp:
@@ -112,17 +148,22 @@ def main() -> None:
         gen_s = time.perf_counter() - start
         logs = _run_phase("logs", log, work / "logs.duckdb")
         tickets = _run_phase("tickets", args.tickets, work / "tickets.duckdb")
+        one = _run_phase("corpus/one", args.corpus, work / "one.duckdb")
+        together = _run_phase("corpus/together", args.corpus, work / "together.duckdb")
         result = {"log_file_mb": round(log.stat().st_size / 2**20, 1), "generate_seconds": round(gen_s, 2),
-                  "logs": logs, "tickets": tickets}
+                  "logs": logs, "tickets": tickets, "corpus_one_by_one": one, "corpus_together": together,
+                  "corpus_speedup": round(one["seconds"] / together["seconds"], 2)}
     if args.json:
         print(json.dumps(result, indent=2))
         return
     print(f"generated {args.lines:,} syslog lines ({result['log_file_mb']} MB) in {result['generate_seconds']} s")
-    print(f"{'phase':<8} {'records':>10} {'stored':>10} {'seconds':>8} {'per second':>12} {'peak RSS MB':>12} "
+    print(f"{'phase':<16} {'records':>10} {'stored':>10} {'seconds':>8} {'per second':>12} {'peak RSS MB':>12} "
           f"{'start-up s':>10}")
-    for row in (logs, tickets):
-        print(f"{row['kind']:<8} {row['records']:>10,} {row['stored']:>10,} {row['seconds']:>8.2f} "
+    for row in (logs, tickets, one, together):
+        print(f"{row['kind']:<16} {row['records']:>10,} {row['stored']:>10,} {row['seconds']:>8.2f} "
               f"{row['per_second']:>12,.0f} {row['peak_rss_mb']:>12.0f} {row['startup_seconds']:>10.2f}")
+    print(f"sample corpus: {together['files']:,} files of {together['incidents']} incidents; validated together "
+          f"{result['corpus_speedup']}x faster than file by file (per second: files)")
     print("seconds/per second: the timed ingest after a one-record warm-up; start-up s: that warm-up "
           "(library imports, first validation)")
 

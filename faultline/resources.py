@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -22,3 +24,18 @@ def warehouse_dir() -> Path:
 def sample_dir() -> Path:
     """The sample corpus the project ships (`data/sample/`)."""
     return _locate("data/sample", "sample")
+
+
+def read_yaml(path: Path) -> Any:
+    """A YAML file's content, parsed once per version of the file (its size and modification time): suites and
+    mappings are read for every ingested file, and parsing them was a third of a corpus ingest. Callers must not
+    change what it returns."""
+    stat = path.stat()
+    return _parsed(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=64)
+def _parsed(path: str, mtime_ns: int, size: int) -> Any:
+    import yaml
+
+    return yaml.safe_load(Path(path).read_text(encoding="utf-8"))

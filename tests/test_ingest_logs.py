@@ -150,3 +150,28 @@ def test_files_validated_together_keep_their_own_quarantine_and_match_one_by_one
         assert conn.execute(quarantined).fetchall() == other.execute(quarantined).fetchall()
     finally:
         other.close()
+
+
+def test_a_file_that_fails_to_write_in_a_group_fails_alone(conn, settings, tmp_path, monkeypatch):
+    from faultline.ingest import store
+
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    for n in range(4):
+        (folder / f"r{n}.log").write_text(f"Jun 14 15:16:0{n} r{n} sshd[5]: session opened\n")
+    real = store.record_file
+
+    def full_disk_on_r2(conn, **row):  # the ledger write of one file fails, as on a disk that filled up
+        if row["source_file"].endswith("r2.log"):
+            raise OSError(28, "No space left on device")
+        return real(conn, **row)
+
+    monkeypatch.setattr(store, "record_file", full_disk_on_r2)
+    report = _ingest(conn, settings, folder)
+    assert [(Path(f.path).name, f.status) for f in report.files] == [
+        ("r0.log", "ingested"), ("r1.log", "ingested"), ("r2.log", "failed"), ("r3.log", "ingested")]
+    assert "No space left" in report.files[2].error
+    written = {Path(p).name for (p,) in conn.execute("SELECT DISTINCT source_file FROM log_lines").fetchall()}
+    assert written == {"r0.log", "r1.log", "r3.log"}  # nothing half-written for the file that failed
+    assert conn.execute("SELECT count(*) FROM run_failures WHERE incident_id LIKE '%r2.log'").fetchone()[0] == 1
+    _balanced(conn, type(report)(report.run_id, report.kind, [f for f in report.files if f.status == "ingested"]))

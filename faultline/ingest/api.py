@@ -285,12 +285,24 @@ def ingest_many(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, 
             results = _validate_together([(batch, staged.prepared) for _, staged, batch in waiting], suite)
         except Exception:  # noqa: BLE001 - validated again file by file, so the error lands on its own file
             results = [None] * len(waiting)  # type: ignore[list-item]
-        for (slot, staged, batch), result in zip(waiting, results):
-            try:
-                reports[slot] = _commit(conn, settings, kind, staged, run_id, [batch],
-                                        [result] if result is not None else None)
-            except Exception as exc:  # noqa: BLE001 - a failed file is a row, the batch goes on
-                reports[slot] = failed(staged.path, exc)
+        # one transaction for the group (a commit per small file was the other half of the time); if any file
+        # fails, the group is rolled back and written again file by file, so the failure lands on its own file
+        conn.execute("BEGIN TRANSACTION")
+        try:
+            done = [_commit(conn, settings, kind, staged, run_id, [batch], [result] if result is not None else None,
+                            own_transaction=False) for (_, staged, batch), result in zip(waiting, results)]
+            conn.execute("COMMIT")
+        except Exception:  # noqa: BLE001 - redone file by file below
+            conn.execute("ROLLBACK")
+            done = []
+            for (_, staged, batch), result in zip(waiting, results):
+                try:
+                    done.append(_commit(conn, settings, kind, staged, run_id, [batch],
+                                        [result] if result is not None else None))
+                except Exception as exc:  # noqa: BLE001 - a failed file is a row, the batch goes on
+                    done.append(failed(staged.path, exc))
+        for (slot, _, _), report in zip(waiting, done):
+            reports[slot] = report
         waiting.clear()
 
     for path in paths:

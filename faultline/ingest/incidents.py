@@ -107,9 +107,11 @@ def ingest_incidents(conn: duckdb.DuckDBPyConnection, settings: Settings, paths:
 
     run_id = start_run(conn, "ingest_incidents", settings=settings)
     report = IncidentIngestReport(run_id)
-    for folder in track(incident_folders(paths), description="ingest incidents", enabled=progress):
+    folders = incident_folders(paths)
+    tickets = _tickets_together(conn, settings, folders, run_id, force)
+    for folder in track(folders, description="ingest incidents", enabled=progress):
         try:
-            _one(conn, settings, folder, report, force)
+            _one(conn, settings, folder, report, force, tickets.get(folder))
         except Exception as exc:  # noqa: BLE001 - recorded as a row; the batch goes on
             record_failure(conn, run_id=run_id, stage="ingest_incident", subject=str(folder), exc=exc)
             report.failed[folder.name] = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
@@ -128,8 +130,24 @@ def ingest_incidents(conn: duckdb.DuckDBPyConnection, settings: Settings, paths:
     return report
 
 
+def _tickets_together(conn: duckdb.DuckDBPyConnection, settings: Settings, folders: list[Path], run_id: str,
+                      force: bool) -> dict[Path, FileReport]:
+    """The tickets of the valid incidents, ingested (and validated) together ahead of their incidents; an
+    incident whose metadata cannot be read is left to `_one`, which fails it with the reason."""
+    files: dict[Path, Path] = {}
+    for folder in folders:
+        try:
+            valid = _read_json(folder / INCIDENT_FILE).get("status") == "valid"
+        except FaultlineError:
+            continue
+        if valid and (folder / "ticket.json").is_file():
+            files[folder] = folder / "ticket.json"
+    done = ingest_many(conn, settings, "tickets", list(files.values()), run_id=run_id, force=force)
+    return dict(zip(files, done))
+
+
 def _one(conn: duckdb.DuckDBPyConnection, settings: Settings, folder: Path, report: IncidentIngestReport,
-         force: bool) -> None:
+         force: bool, ticket_report: FileReport | None = None) -> None:
     meta = _read_json(folder / INCIDENT_FILE)
     incident_id = meta.get("incident_id") or folder.name
     source = str((folder / INCIDENT_FILE).resolve())
@@ -142,7 +160,7 @@ def _one(conn: duckdb.DuckDBPyConnection, settings: Settings, folder: Path, repo
     replace_quarantine(conn, target_table="incidents", source_file=source, rejects=[], run_id=report.run_id)
     ticket_file = folder / "ticket.json"
     ticket = _read_json(ticket_file)
-    file_report = ingest_one(conn, settings, "tickets", ticket_file, run_id=report.run_id, force=force)
+    file_report = ticket_report or ingest_one(conn, settings, "tickets", ticket_file, run_id=report.run_id, force=force)
     report.files.append(file_report)
     if file_report.status == "failed":
         raise FaultlineError(f"{ticket_file}: {file_report.error}", fix="see run_failures for the details")

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from faultline.errors import FaultlineError
+from faultline.resources import read_yaml
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "mappings"
 
@@ -50,7 +51,7 @@ def _paths(value: Any) -> tuple[str, ...]:
 def load_mapping(path: Path) -> FieldMapping:
     """Read and check a mapping file; unknown target fields are an error."""
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = read_yaml(path) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise FaultlineError(f"cannot read mapping {path}: {exc}", fix="pass a YAML mapping file") from exc
     fields = data.get("fields") or {}

@@ -13,11 +13,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from faultline.config import Settings
 from faultline.errors import FaultlineError
-from faultline.resources import warehouse_dir
+from faultline.resources import read_yaml, warehouse_dir
 
 
 @dataclass(frozen=True)
@@ -49,7 +47,7 @@ def load_suite(table: str, settings: Settings, folder: Path | None = None) -> Su
     if not path.is_file():
         raise FaultlineError(f"no expectation suite for table {table} at {path}",
                              fix="add warehouse/expectations/<table>.yml")
-    data = yaml.safe_load(path.read_text()) or {}
+    data = read_yaml(path) or {}
     specs = []
     for item in data.get("expectations", []):
         kwargs = {k: _resolve(v, settings) for k, v in (item.get("kwargs") or {}).items()}
