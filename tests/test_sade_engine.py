@@ -218,3 +218,13 @@ def test_a_slow_page_whose_name_resolved_in_time_is_not_blamed_on_the_name_serve
     diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
     assert diag.submission is not None and diag.submission.v1.root_cause_name == ["load_balancer_overload"]
     assert not any(st.args.get("dev") == "dns_server" for st in diag.steps)
+
+
+def test_unstable_devices_search_only_after_the_isolated_one() -> None:
+    folder = SAMPLE / "backlog/sample-backlog-028"  # a throttled host: isolated, its peers lossy as a side effect
+    diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
+    assert diag.submission is not None
+    assert (diag.submission.v1.root_cause_name, diag.submission.v1.faulty_devices) == (
+        ["link_bandwidth_throttling"], ["pc_1_3"])
+    searched = [st.note.split(" -> ")[0] for st in diag.steps if " -> skill " in st.note]
+    assert searched and all(note.startswith("host_isolated") for note in searched)

@@ -152,17 +152,20 @@ def _interleaved(s: Session, leads: list[LeadSymptom], roles: dict[str, str], tr
                  touched: dict[str, set[str]]) -> list[Match]:
     """Every lead's family search side by side, one family per lead in turn: each suspect's likeliest family
     before any suspect's long tail (two isolated hosts: the second one's address check before the first
-    one's ACL, routing and queueing looks). The matches once they explain the leads, else the residual
-    matches over the leads."""
-    searches = [_family_steps(s, lead, leads, roles, tried, far, touched.setdefault(lead.lead, {lead.lead}))
-                for lead in leads]
-    while searches:
-        for search in list(searches):
-            found = next(search, None)
-            if found is None:
-                searches.remove(search)
-            elif found:
-                return found
+    one's ACL, routing and queueing looks). An unstable device (partial loss, often a side effect of an
+    isolated device's cause) searches on its own, after them. The matches once they explain the leads, else
+    the residual matches over the leads."""
+    turns = [[x for x in leads if x.kind != "unstable"]] + [[x] for x in leads if x.kind == "unstable"]
+    for turn in (t for t in turns if t):
+        searches = [_family_steps(s, lead, leads, roles, tried, far, touched.setdefault(lead.lead, {lead.lead}))
+                    for lead in turn]
+        while searches:
+            for search in list(searches):
+                found = next(search, None)
+                if found is None:
+                    searches.remove(search)
+                elif found:
+                    return found
     return match(s.flags, roles=roles, complete={lead.lead for lead in leads})
 
 
