@@ -261,11 +261,12 @@ TOGETHER_ROWS = 100_000  # and their candidate rows at most
 
 def ingest_many(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, paths: Iterable[Path], *,
                 run_id: str | None, force: bool = False, **options: Any) -> list[FileReport]:
-    """`ingest_one` for each of `paths`, in order, with the files that fit in one batch validated together.
+    """`ingest_one` for each of `paths`, in order, with the files that fit in one batch validated together
+    and written in one transaction.
 
-    Each file keeps its own transaction, quarantine and ledger line (accepted + quarantined = records read,
-    per file); a file that fails is a `run_failures` row and a failed report, the others go on. A file of
-    several batches (a large log) goes through the streamed pipeline on its own.
+    Each file keeps its own quarantine rows and ledger line (accepted + quarantined = records read, per
+    file); a file that fails is a `run_failures` row and a failed report, and nothing of it is written, the
+    others go on. A file of several batches (a large log) goes through the streamed pipeline on its own.
     """
     reports: list[FileReport | None] = []
     waiting: list[tuple[int, _Staged, pa.Table]] = []
@@ -352,14 +353,13 @@ def ingest_paths(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str,
     files = expand_paths(kind, list(paths))
     run_id = start_run(conn, f"ingest_{kind}", settings=settings, run_id=run_id,
                        prefect_flow_run_id=prefect_flow_run_id)
-    reports: list[FileReport] = []
     from faultline.progress import track
 
-    if per_file is None:  # small files validated together; `per_file` keeps one call (a task run) per file
-        reports = ingest_many(conn, settings, kind, track(files, description=f"ingest {kind}", enabled=progress),
-                              run_id=run_id, force=force, **options)
-    for path in track(files, description=f"ingest {kind}", enabled=progress) if per_file is not None else []:
-        reports.append(per_file(conn, settings, kind, path, run_id=run_id, force=force, **options))
+    tracked = track(files, description=f"ingest {kind}", enabled=progress)
+    if per_file is None:  # small files validated together
+        reports = ingest_many(conn, settings, kind, tracked, run_id=run_id, force=force, **options)
+    else:  # one call (the flow's task run) per file
+        reports = [per_file(conn, settings, kind, path, run_id=run_id, force=force, **options) for path in tracked]
     report = IngestReport(run_id, kind, reports)
     failed = report.totals()["failed_files"]
     status = "completed" if not failed else ("failed" if failed == len(reports) else "completed_with_failures")
