@@ -197,12 +197,32 @@ class Settings(BaseSettings):
     )
 
     # --- nightly run (flows/nightly.py): task runner, concurrency, retries per kind of work ---
-    nightly_task_runner: Literal["threads", "dask"] = Field(
-        "threads", description="Task runner of the nightly flow: a thread pool in the flow's process, or a local "
-        "Dask cluster (prefect-dask) whose workers run in the flow's process (the warehouse is one DuckDB file with "
-        "a single writer)."
+    nightly_task_runner: Literal["threads", "processes", "cluster"] = Field(
+        "threads", description="Where the nightly run's units of work run: `threads` (a thread pool in the flow's "
+        "process), `processes` (a local Dask cluster of `nightly_workers` worker processes, one thread each) or "
+        "`cluster` (an existing Dask scheduler at `nightly_dask_address`). Units read a frozen copy of the warehouse "
+        "and bring their rows back; only the flow writes the warehouse. `dask` is read as `processes`."
     )
-    nightly_workers: int = Field(2, ge=1, description="Incidents analysed at the same time by the nightly run.")
+    nightly_dask_address: str = Field(
+        "", description="Address of the Dask scheduler the `cluster` runner submits to, e.g. tcp://10.0.0.5:8786. "
+        "Its workers need this project installed, the same settings (environment) and the paths below on a shared "
+        "filesystem: nightly_work_dir, lancedb_dir, the corpus' snapshots."
+    )
+    nightly_workers: int = Field(2, ge=1, description="Incidents analysed at the same time by the nightly run "
+                                 "(threads, or local worker processes).")
+    nightly_work_dir: Path | None = Field(
+        None, description="Folder of the frozen warehouse copies the units read during the analysis stages (one "
+        "copy at a time, removed after its stage); default `.faultline-work/` beside the warehouse file. Must be "
+        "shared with the workers of a `cluster` runner."
+    )
+    nightly_persist_batch: int = Field(
+        20, ge=1, description="Finished units written to the warehouse in one transaction (a killed run loses at "
+        "most this many finished units, which the next run does again)."
+    )
+    nightly_persist_max_wait_s: float = Field(
+        30.0, ge=0, description="A finished unit waits at most this long (checked as units finish) before its "
+        "batch is written, however small."
+    )
     nightly_llm_retries: int = Field(
         2, ge=0, description="Retries of an ASTRA task (its LLM calls) before the incident becomes a failure row."
     )
@@ -224,6 +244,11 @@ class Settings(BaseSettings):
         "ZooKeeper tickets, FRR docs, RFCs), filled by scripts/fetch_data.sh (docs/data.md). Unset: tests that "
         "need them are skipped and benchmarks that need them stop and say so."
     )
+
+    @field_validator("nightly_task_runner", mode="before")
+    @classmethod
+    def _old_runner_name(cls, value: Any) -> Any:
+        return "processes" if value == "dask" else value  # the name before the runners were split
 
     @field_validator("log_timezone", "ticket_timezone")
     @classmethod

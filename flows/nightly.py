@@ -2,14 +2,18 @@
 
 Stages, in order: ingest (the corpus, when given one) → index → backlog → analyse → verdict → marts →
 dashboards, then the summary artifact. `analyse_backlog` fans out one task run per incident and method on the
-task runner the settings choose (thread pool or in-process Dask); `fuse_verdicts` then one verdict task run per
-incident from what both stored. The tasks live in `tasks/`; the run's bookkeeping
+task runner the settings choose (threads, local Dask worker processes or a Dask cluster), then one verdict task
+run per incident from what both stored; the units read a frozen copy of the warehouse and the flow alone
+writes what they bring back (`faultline.nightly.workspace`). The tasks live in `tasks/`; the run's bookkeeping
 (the `runs` row, stage times, ledger rows for skips, finished and failed units, the summary) in
 `faultline.nightly.night`.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +27,7 @@ from faultline.nightly.backlog import BacklogItem, Method, NetworkBackend
 from faultline.nightly.corpus import ingest_corpus
 from faultline.nightly.night import Harvest, Night
 from faultline.nightly.summary import Analysis, markdown
-from faultline.nightly.work import Outcome
+from faultline.nightly.workspace import UnitResult, freeze, thaw
 from tasks.index import sync_index_task
 from tasks.ingest import ingest_file_task, ingest_incidents_task
 from tasks.nightly import (
@@ -37,51 +41,70 @@ from tasks.nightly import (
 
 
 def make_task_runner(settings: Settings) -> Any:
-    """The task runner the settings ask for: a thread pool, or a local in-process Dask cluster."""
-    if settings.nightly_task_runner == "dask":
-        try:
-            from prefect_dask import DaskTaskRunner
-        except ImportError as exc:
-            raise FaultlineError("the dask task runner needs prefect-dask", fix="pip install prefect-dask") from exc
-        # processes=False: the warehouse is one DuckDB file with a single writer (this process)
-        return DaskTaskRunner(cluster_kwargs={"n_workers": 1, "processes": False,
-                                              "threads_per_worker": settings.nightly_workers,
-                                              "dashboard_address": "127.0.0.1:0"})
-    from prefect.task_runners import ThreadPoolTaskRunner
+    """The task runner the settings ask for: a thread pool, a local Dask cluster of worker processes, or an
+    existing Dask scheduler."""
+    if settings.nightly_task_runner == "threads":
+        from prefect.task_runners import ThreadPoolTaskRunner
 
-    return ThreadPoolTaskRunner(max_workers=settings.nightly_workers)
+        return ThreadPoolTaskRunner(max_workers=settings.nightly_workers)
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError as exc:
+        raise FaultlineError("the dask task runners need prefect-dask", fix="pip install prefect-dask") from exc
+    if settings.nightly_task_runner == "cluster":
+        if not settings.nightly_dask_address:
+            raise FaultlineError("the cluster task runner needs the address of a Dask scheduler",
+                                 fix="set nightly_dask_address (FAULTLINE_NIGHTLY_DASK_ADDRESS), e.g. "
+                                 "tcp://127.0.0.1:8786, or use nightly_task_runner=processes")
+        return DaskTaskRunner(address=settings.nightly_dask_address)
+    return DaskTaskRunner(cluster_kwargs={"n_workers": settings.nightly_workers, "processes": True,
+                                          "threads_per_worker": 1, "dashboard_address": None})
 
 
 @flow(name="faultline-analyse-backlog", flow_run_name="analyse {count} incident(s)")
 def analyse_backlog(items: list[BacklogItem], settings: Settings, analyst: str, llm_model: str | None,
                     network_backend: NetworkBackend, max_rounds: int, run_id: str, count: int) -> Analysis:
-    """One task run per incident and method; failures come back as rows, never as a failed flow."""
+    """One task run per incident and method, then one verdict task run per incident from what those stored, on
+    the settings' task runner; failures come back as rows, never as a failed flow. Each phase's units read a
+    frozen copy of the warehouse and this flow persists what they bring back."""
+    night = Night(settings, run_id)
     astra = astra_task.with_options(retries=settings.nightly_llm_retries,
                                     retry_delay_seconds=settings.nightly_llm_retry_delay_s)
     sade = sade_task.with_options(retries=settings.nightly_probe_retries,
                                   retry_delay_seconds=settings.nightly_probe_retry_delay_s)
-    jobs = {**_fan_out(astra, "astra", items, settings=settings, run_id=run_id, analyst=analyst,
-                       max_rounds=max_rounds),
-            **_fan_out(sade, "sade", items, settings=settings, run_id=run_id, network_backend=network_backend,
-                       llm_model=llm_model)}
-    harvest = Harvest(Night(settings, run_id), total=len(jobs))
-    for future in as_completed(list(jobs)):
-        method, item = jobs[future]
-        harvest.take(method, item, _outcome_or_error(future))
-    return harvest.analysis
-
-
-def fuse_verdicts(items: list[BacklogItem], settings: Settings, analyst: str, network_backend: NetworkBackend,
-                  run_id: str, analysis: Analysis) -> Analysis:
-    """One verdict task run per incident that needs one, after its analyses; outcomes join tonight's analysis."""
     sql = {"retries": settings.nightly_sql_retries, "retry_delay_seconds": settings.nightly_sql_retry_delay_s}
-    jobs = _fan_out(verdict_task.with_options(**sql), "verdict", items, settings=settings, analyst=analyst,
-                    network_backend=network_backend, run_id=run_id)
-    harvest = Harvest(Night(settings, run_id), total=len(jobs), analysis=analysis)
-    for future in as_completed(list(jobs)):
-        method, item = jobs[future]
-        harvest.take(method, item, _outcome_or_error(future))
-    return harvest.analysis
+    started = time.perf_counter()
+    analysis = _phase(night, "analyse", items, lambda frozen: {
+        **_fan_out(astra, "astra", items, settings=settings, run_id=run_id, analyst=analyst, max_rounds=max_rounds,
+                   frozen=frozen),
+        **_fan_out(sade, "sade", items, settings=settings, run_id=run_id, network_backend=network_backend,
+                   llm_model=llm_model, frozen=frozen)}, Analysis())
+    middle = time.perf_counter()
+    analysis = _phase(night, "verdict", items, lambda frozen: _fan_out(
+        verdict_task.with_options(**sql), "verdict", items, settings=settings, analyst=analyst,
+        network_backend=network_backend, run_id=run_id, frozen=frozen), analysis)
+    analysis.stage_seconds = {"analyse": middle - started, "verdict": time.perf_counter() - middle}
+    return analysis
+
+
+def _phase(night: Night, name: str, items: list[BacklogItem],
+           submit: Callable[[str], dict[PrefectFuture, tuple[Method, BacklogItem]]], analysis: Analysis) -> Analysis:
+    """Freeze the warehouse, submit the phase's units on it, persist them as they finish, remove the copy."""
+    wanted = {"analyse": {"astra", "sade"}, "verdict": {"verdict"}}[name]
+    if not any(set(item.todo) & wanted for item in items):
+        return analysis
+    with closing(night.cursor()) as cursor:
+        frozen = freeze(cursor, night.settings, f"{night.run_id}-{name}")
+    try:
+        jobs = submit(str(frozen))
+        harvest = Harvest(night, total=len(jobs), analysis=analysis)
+        for future in as_completed(list(jobs)):
+            method, item = jobs[future]
+            harvest.take(method, item, _result_or_error(future))
+        harvest.flush()
+        return harvest.analysis
+    finally:
+        thaw(frozen)
 
 
 def _fan_out(unit: Task, method: Method, items: list[BacklogItem],
@@ -94,10 +117,10 @@ def _fan_out(unit: Task, method: Method, items: list[BacklogItem],
     return {future: (method, item) for future, item in zip(futures, todo)}
 
 
-def _outcome_or_error(future: PrefectFuture) -> Outcome | BaseException:
-    """What a finished task run brought back: its outcome, or what it failed with."""
+def _result_or_error(future: PrefectFuture) -> UnitResult | BaseException:
+    """What a finished task run brought back: its result, or what it failed with."""
     result = future.result(raise_on_failure=False)
-    if isinstance(result, (Outcome, BaseException)):
+    if isinstance(result, (UnitResult, BaseException)):
         return result
     return RuntimeError(f"task ended {future.state.name}")
 
@@ -132,13 +155,14 @@ def nightly_flow(corpus: str | None = None, limit: int | None = None, incidents:
         with run.stage("backlog"):
             items = select_backlog_task(settings, analyst, network_backend, incidents, limit)
             run.record_skips(items)
-        work = [item for item in items if set(item.todo) & {"astra", "sade"}]
-        with run.stage("analyse", f"analysing {len(work)} incident(s) both ways"):
+        work = [item for item in items if item.todo]
+        with run.stage("analyse", f"analysing {len(work)} incident(s) both ways, then one verdict each"):
             analysis = analyse_backlog.with_options(task_runner=make_task_runner(settings))(
                 work, settings, analyst, llm_model, network_backend, max_rounds, run.run_id, len(work),
             ) if work else Analysis()
-        with run.stage("verdict", "fusing one verdict per incident"):
-            analysis = fuse_verdicts(items, settings, analyst, network_backend, run.run_id, analysis)
+        if analysis.stage_seconds:  # the subflow's own split; the runner's start-up counts as analysis
+            run.stage_seconds["verdict"] = analysis.stage_seconds["verdict"]
+            run.stage_seconds["analyse"] -= analysis.stage_seconds["verdict"]
         with run.stage("marts", "refreshing the marts and the dashboards"):
             marts = refresh_marts_task.with_options(**sql)(settings)
         with run.stage("dashboards"):

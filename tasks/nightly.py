@@ -1,14 +1,17 @@
 """Prefect tasks of the nightly run: thin wrappers over `faultline.nightly`, named for the UI.
 
 The analysis tasks run one incident with one method (`astra: <incident>`, `sade: <incident>`, then
-`verdict: <incident>` from what those two stored) through
-`Night.run_unit`, which also writes the ``done`` ledger row. Retries are set per kind of work by the flow
-(`with_options`): ASTRA's LLM calls, SADE's probes, the warehouse steps.
+`verdict: <incident>` from what those two stored) through `Night.run_unit`, on a frozen copy of the warehouse
+(`frozen`, a path every worker can read), and return a `UnitResult` (the rows to store) that the flow persists
+with the ``done`` ledger row: a task may run in another process or on another machine and never writes the
+warehouse. Retries are set per kind of work by the flow (`with_options`): ASTRA's LLM calls, SADE's probes,
+the warehouse steps.
 """
 
 from __future__ import annotations
 
 from contextlib import closing
+from pathlib import Path
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -17,7 +20,7 @@ from faultline.config import Settings
 from faultline.db import shared_warehouse
 from faultline.nightly.backlog import BacklogItem, NetworkBackend
 from faultline.nightly.night import Night
-from faultline.nightly.work import Outcome
+from faultline.nightly.workspace import UnitResult
 
 
 @task(name="select-backlog", cache_policy=NO_CACHE)
@@ -32,30 +35,34 @@ def select_backlog_task(settings: Settings, analyst: str, network_backend: Netwo
 
 
 @task(name="astra", cache_policy=NO_CACHE, task_run_name="astra: {item.incident_id}")
-def astra_task(item: BacklogItem, settings: Settings, analyst: str, max_rounds: int, run_id: str) -> Outcome:
-    """ASTRA's report for one incident (stored, scored when the truth is known)."""
+def astra_task(item: BacklogItem, settings: Settings, analyst: str, max_rounds: int, run_id: str,
+               frozen: str) -> UnitResult:
+    """ASTRA's report for one incident (scored when the truth is known): its rows, for the flow to store."""
     from faultline.nightly.work import run_astra
 
-    return Night(settings, run_id).run_unit(item, run_astra, analyst=analyst, max_rounds=max_rounds)
+    return Night(settings, run_id).run_unit(item, "astra", run_astra, Path(frozen), analyst=analyst,
+                                            max_rounds=max_rounds)
 
 
 @task(name="sade", cache_policy=NO_CACHE, task_run_name="sade: {item.incident_id}")
 def sade_task(item: BacklogItem, settings: Settings, network_backend: NetworkBackend, llm_model: str | None,
-              run_id: str) -> Outcome:
-    """SADE's diagnosis for one incident (stored, scored when the truth is known)."""
+              run_id: str, frozen: str) -> UnitResult:
+    """SADE's diagnosis for one incident (scored when the truth is known): its rows, for the flow to store."""
     from faultline.nightly.work import run_sade
 
-    return Night(settings, run_id).run_unit(item, run_sade, network_backend=network_backend, llm_model=llm_model)
+    return Night(settings, run_id).run_unit(item, "sade", run_sade, Path(frozen), network_backend=network_backend,
+                                            llm_model=llm_model)
 
 
 @task(name="verdict", cache_policy=NO_CACHE, task_run_name="verdict: {item.incident_id}")
 def verdict_task(item: BacklogItem, settings: Settings, analyst: str, network_backend: NetworkBackend,
-                 run_id: str) -> Outcome:
-    """One verdict from the incident's stored analyses, refined on its network (stored, scored when the truth is
-    known)."""
+                 run_id: str, frozen: str) -> UnitResult:
+    """One verdict from the incident's stored analyses, refined on its network (scored when the truth is known):
+    its rows, for the flow to store."""
     from faultline.nightly.work import run_verdict
 
-    return Night(settings, run_id).run_unit(item, run_verdict, analyst=analyst, network_backend=network_backend)
+    return Night(settings, run_id).run_unit(item, "verdict", run_verdict, Path(frozen), analyst=analyst,
+                                            network_backend=network_backend)
 
 
 @task(name="refresh-marts", cache_policy=NO_CACHE)

@@ -257,7 +257,130 @@ def test_a_corpus_of_exports_is_ingested_a_task_run_per_file_and_analysed_by_ast
     assert "| tickets/ | 1 | 0 | 2 | 0 | - | 0 |" in markdown(NightSummary.model_validate(summary))
 
 
-def test_an_edited_ticket_is_analysed_again_on_a_dask_cluster(night):
+VOLATILE = {"run_id", "created_at", "elapsed_s", "elapsed_ms"}  # differ from one run to the next by nature
+TIMINGS = __import__("re").compile(r'"elapsed_(?:s|ms)": [0-9.e-]+|"timings":\{[^}]*\}')  # the same, in JSON
+UNIT_TABLES = ("astra_rounds", "claims", "evidence", "judge_scores", "followup_queries", "evaluations",
+               "log_excerpts", "log_scopes", "sade_steps", "sade_flags", "submissions", "verdicts", "verdict_claims",
+               "verdict_checks")
+
+
+def _unit_rows(path, incidents):
+    """Every table a unit writes, the incidents' rows, without the columns that change from run to run."""
+    import duckdb
+
+    conn = duckdb.connect(str(path), read_only=True)
+    try:
+        found = {}
+        for table in UNIT_TABLES:
+            columns = [c for (c,) in conn.execute("SELECT column_name FROM information_schema.columns WHERE "
+                                                  "table_name = ? ORDER BY ordinal_position", [table]).fetchall()
+                       if c not in VOLATILE]
+            listed = ", ".join(columns)
+            timed = " AND metric <> 'elapsed_s'" if "metric" in columns else ""
+            rows = conn.execute(f"SELECT {listed} FROM {table} WHERE incident_id IN (SELECT unnest(?)){timed}",
+                                [list(incidents)]).fetchall()
+            found[table] = sorted(TIMINGS.sub("", repr(row)) for row in rows)
+        return found
+    finally:
+        conn.close()
+
+
+def _copy_night(settings, target):
+    """A copy of the night's warehouse and indexes, with settings pointing at it."""
+    target.mkdir()
+    shutil.copyfile(settings.duckdb_path, target / "fl.duckdb")
+    shutil.copytree(settings.lancedb_dir, target / "lancedb")
+    return settings.model_copy(update={"duckdb_path": target / "fl.duckdb", "lancedb_dir": target / "lancedb"})
+
+
+def test_a_unit_run_on_the_frozen_warehouse_stores_what_it_would_store_running_on_the_warehouse(night, tmp_path):
+    """Each method run the old way (writing through a warehouse cursor) and the nightly's way (reading a frozen
+    copy, its rows persisted by the flow) leaves the same rows behind, deletes of earlier rows included."""
+    from contextlib import closing
+
+    from faultline import db
+    from faultline.nightly.backlog import select_backlog
+    from faultline.nightly.night import Night
+    from faultline.nightly.work import run_astra, run_sade, run_verdict
+    from faultline.nightly.workspace import freeze, persist, thaw
+
+    settings, _, _ = night
+    direct, frozen_way = _copy_night(settings, tmp_path / "direct"), _copy_night(settings, tmp_path / "frozen")
+    incident = "sample-backlog-042"
+    units = (("astra", run_astra, {"max_rounds": 1}), ("sade", run_sade, {}), ("verdict", run_verdict, {}))
+    conn = db.connect(direct.duckdb_path)
+    try:
+        conn.execute("DELETE FROM analysis_ledger WHERE incident_id = ?", [incident])  # so it has work to do
+        item, = select_backlog(conn, analyst="deterministic", network_backend="snapshot", incidents=[incident])
+        for _, unit, options in units:
+            unit(direct, conn, item, run_id="r-direct", **options)
+    finally:
+        conn.close()
+    night_handle = Night(frozen_way, "r-frozen")
+    try:
+        for method, unit, options in units:
+            with closing(night_handle.cursor()) as cursor:
+                snapshot = freeze(cursor, frozen_way, f"check-{method}")
+            result = night_handle.run_unit(item, method, unit, snapshot, **options)
+            thaw(snapshot)
+            assert result.rows and result.deletes, method  # the night's rows of this incident are replaced
+            with closing(night_handle.cursor()) as cursor:
+                persist(cursor, result)
+    finally:
+        db.release_shared_warehouse(frozen_way)
+    assert _unit_rows(frozen_way.duckdb_path, [incident]) == _unit_rows(direct.duckdb_path, [incident])
+
+
+def test_a_nightly_run_on_a_dask_scheduler_and_two_worker_processes_equals_the_threads_run(night, tmp_path):
+    """The dask command-line tools start a scheduler and two workers on localhost; two incidents are analysed
+    again on them and, on a copy of the same warehouse, on the thread pool: every report, submission and score is
+    the same."""
+    from flows.nightly import nightly_flow
+
+    settings, _, _ = night
+    incidents = ["sample-backlog-004", "sample-backlog-042"]
+    threads, cluster = _copy_night(settings, tmp_path / "threads"), _copy_night(settings, tmp_path / "cluster")
+    for copy in (threads, cluster):
+        _rows(copy, "DELETE FROM analysis_ledger WHERE incident_id IN (SELECT unnest(?))", [incidents])
+    nightly_flow(settings=threads, incidents=incidents, max_rounds=2)
+    dask = [sys.executable, "-m", "dask"]
+    address_file = tmp_path / "scheduler.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    started = [subprocess.Popen([*dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                                 "--scheduler-file", str(address_file)], cwd=REPO, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)]
+    try:
+        deadline = time.monotonic() + 60
+        while not address_file.exists():
+            assert time.monotonic() < deadline, "the dask scheduler did not start"
+            time.sleep(0.2)
+        address = __import__("json").loads(address_file.read_text())["address"]
+        for n in range(2):
+            started.append(subprocess.Popen([*dask, "worker", address, "--nthreads", "1", "--nworkers", "1",
+                                             "--no-dashboard", "--name", f"w{n}", "--local-directory",
+                                             str(tmp_path / f"w{n}")], cwd=REPO, env=env,
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                            start_new_session=True))
+        from distributed import Client
+
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(2, timeout=120)
+            summary = nightly_flow(settings=cluster.model_copy(update={"nightly_task_runner": "cluster",
+                                                                       "nightly_dask_address": address}),
+                                   incidents=incidents, max_rounds=2)
+            workers = client.run(os.getpid)
+    finally:
+        for proc in started:
+            os.killpg(proc.pid, signal.SIGTERM)
+        for proc in started:
+            proc.wait(timeout=30)
+    assert len(set(workers.values()) - {os.getpid()}) == 2  # two worker processes, neither of them this one
+    assert {(o["incident_id"], o["method"]) for o in summary["outcomes"]} == {
+        (i, m) for i in incidents for m in ("astra", "sade", "verdict")}
+    assert _unit_rows(cluster.duckdb_path, incidents) == _unit_rows(threads.duckdb_path, incidents)
+
+
+def test_an_edited_ticket_is_analysed_again_on_local_worker_processes(night):
     from flows.nightly import nightly_flow
 
     settings, _, _ = night
@@ -267,7 +390,7 @@ def test_an_edited_ticket_is_analysed_again_on_a_dask_cluster(night):
     conn.execute("UPDATE tickets SET description = description || ' (edited)', content_hash = 'edited' "
                  "WHERE ticket_id = (SELECT ticket_id FROM incidents WHERE incident_id = 'sample-backlog-042')")
     conn.close()
-    dask = settings.model_copy(update={"nightly_task_runner": "dask"})
+    dask = settings.model_copy(update={"nightly_task_runner": "processes", "nightly_workers": 1})
     summary = nightly_flow(settings=dask, incidents=["sample-backlog-042"], max_rounds=1)
     assert sorted(o["method"] for o in summary["outcomes"]) == ["astra", "sade", "verdict"]
     assert _rows(settings, "SELECT count(*) FROM astra_rounds WHERE incident_id = 'sample-backlog-042'")[0][0] == 1
@@ -281,7 +404,8 @@ def test_a_run_killed_mid_way_resumes_without_redoing_finished_incidents(tmp_pat
     settings = _settings(tmp_path, nightly_workers=1)
     argv = [sys.executable, "-m", "faultline.cli.main", "--db", str(settings.duckdb_path), "--lancedb",
             str(settings.lancedb_dir), "nightly", "--corpus", str(corpus), "--rounds", "2"]
-    env = {**os.environ, "FAULTLINE_LOG_DEFAULT_YEAR": "2026", "FAULTLINE_NIGHTLY_WORKERS": "1"}
+    env = {**os.environ, "FAULTLINE_LOG_DEFAULT_YEAR": "2026", "FAULTLINE_NIGHTLY_WORKERS": "1",
+           "FAULTLINE_NIGHTLY_PERSIST_BATCH": "1"}  # each finished unit stored at once, so the kill finds one
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
                             cwd=REPO, start_new_session=True)
     finished: list[str] = []

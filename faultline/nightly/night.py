@@ -3,8 +3,10 @@
 The flow names stages and wires tasks; this module writes what the run leaves behind besides the analyses
 themselves — the `runs` row (started, then finished or failed), a ``skipped`` ledger row per method that
 cannot run, a ``done`` ledger row per finished unit, a `run_failures` row and a ``failed`` ledger row per
-unit that raised — and builds the `NightSummary`. Everything goes through the process's shared warehouse
-connection (`faultline.db.shared_warehouse`), so a task on any worker thread reaches the same run by id.
+unit that raised — and builds the `NightSummary`. It is also where units run (`Night.run_unit`, on a frozen
+copy of the warehouse, anywhere) and where their results are persisted (`Harvest`, in batches, in the flow's
+process): everything written goes through the flow process's shared warehouse connection
+(`faultline.db.shared_warehouse`), the warehouse's one writer.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Literal, Self
 
@@ -25,6 +28,7 @@ from faultline.nightly.backlog import BacklogItem, Method
 from faultline.nightly.corpus import FolderIngest
 from faultline.nightly.summary import Analysis, Failure, NightSummary, Skip
 from faultline.nightly.work import Outcome
+from faultline.nightly.workspace import UnitResult, persist, unit_space
 from faultline.runs import finish_run, record_failure, start_run
 
 Stage = Literal["ingest", "index", "backlog", "analyse", "verdict", "marts", "dashboards"]
@@ -84,13 +88,45 @@ class Night:
                                   run_id=self.run_id)
                     self.skips.append(Skip(incident_id=item.incident_id, method=method, reason=reason))
 
-    def run_unit(self, item: BacklogItem, unit: Unit, **options: object) -> Outcome:
-        """Run one unit of work on its own cursor and record it ``done``; a raise goes up (to be retried)."""
+    def run_unit(self, item: BacklogItem, method: Method, unit: Unit, frozen: Path, **options: object) -> UnitResult:
+        """Run one unit of work on the frozen warehouse `frozen` (`faultline.nightly.workspace`); what it wrote
+        comes back as a result for `Harvest` to persist. Opens nothing for writing; a raise goes up (to be
+        retried)."""
+        with unit_space(frozen, method) as space:
+            outcome = unit(self.settings, space.conn, item, run_id=self.run_id, **options)
+            return space.collect(outcome)
+
+    def persist(self, done: list[tuple[BacklogItem, UnitResult]]
+                ) -> list[tuple[BacklogItem, UnitResult, Exception | None]]:
+        """Write finished units to the warehouse, each with its ``done`` ledger row: the batch in one transaction,
+        or, when that fails, one transaction per unit so that a unit whose rows cannot be written fails alone
+        (its error comes back in its place)."""
         with closing(self.cursor()) as cursor:
-            outcome = unit(self.settings, cursor, item, run_id=self.run_id, **options)
-            ledger.record(cursor, item.incident_id, outcome.method, item.digests[outcome.method], "done",
-                          run_id=self.run_id, seconds=outcome.seconds)
-            return outcome
+            try:
+                cursor.execute("BEGIN TRANSACTION")
+                for item, result in done:
+                    self._persist_one(cursor, item, result)
+                cursor.execute("COMMIT")
+                return [(item, result, None) for item, result in done]
+            except Exception:  # noqa: BLE001 - the batch is written again unit by unit, each error kept
+                cursor.execute("ROLLBACK")
+            kept: list[tuple[BacklogItem, UnitResult, Exception | None]] = []
+            for item, result in done:
+                try:
+                    cursor.execute("BEGIN TRANSACTION")
+                    self._persist_one(cursor, item, result)
+                    cursor.execute("COMMIT")
+                    kept.append((item, result, None))
+                except Exception as exc:  # noqa: BLE001 - a unit that cannot be stored is a failure row
+                    cursor.execute("ROLLBACK")
+                    kept.append((item, result, exc))
+            return kept
+
+    def _persist_one(self, cursor: duckdb.DuckDBPyConnection, item: BacklogItem, result: UnitResult) -> None:
+        outcome = result.outcome
+        persist(cursor, result)
+        ledger.record(cursor, item.incident_id, outcome.method, item.digests[outcome.method], "done",
+                      run_id=self.run_id, seconds=outcome.seconds)
 
     def record_failure(self, item: BacklogItem, method: Method, exc: BaseException) -> Failure:
         """A unit that failed for good: a `run_failures` row and a ``failed`` ledger row (retried next night)."""
@@ -122,22 +158,47 @@ class Night:
 
 
 class Harvest:
-    """Tonight's units as they finish: each outcome is kept and reported; each error becomes its rows."""
+    """Tonight's units as they finish: results are persisted in batches (the flow is the warehouse's one writer),
+    each outcome kept and reported once stored; each error becomes its rows."""
 
     def __init__(self, night: Night, total: int, analysis: Analysis | None = None) -> None:
         self.night = night
         self.total = total
         self.analysis = analysis or Analysis()  # earlier stages' outcomes, when this harvest continues them
         self.done = 0
+        self.batch = night.settings.nightly_persist_batch
+        self.max_wait_s = night.settings.nightly_persist_max_wait_s
+        self._pending: list[tuple[BacklogItem, UnitResult]] = []
+        self._oldest = 0.0
 
-    def take(self, method: Method, item: BacklogItem, result: Outcome | BaseException) -> None:
-        """Keep one finished unit (its retries spent); a failure never stops the others."""
+    def take(self, method: Method, item: BacklogItem, result: UnitResult | BaseException) -> None:
+        """Keep one finished unit (its retries spent); a failure never stops the others. Results wait for a
+        batch (`nightly_persist_batch` units, or `nightly_persist_max_wait_s` since the oldest waiting one)."""
+        if isinstance(result, UnitResult):
+            if not self._pending:
+                self._oldest = time.monotonic()
+            self._pending.append((item, result))
+            if len(self._pending) >= self.batch or time.monotonic() - self._oldest >= self.max_wait_s:
+                self.flush()
+            return
+        self.analysis.failures.append(self.night.record_failure(item, method, result))
+        self._report(f"{method} {item.incident_id}: FAILED {type(result).__name__}")
+
+    def flush(self) -> None:
+        """Persist what is waiting (call once more when the last unit is in)."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        for item, result, error in self.night.persist(pending):
+            outcome = result.outcome
+            if error is None:
+                self.analysis.outcomes.append(outcome)
+                self._report(f"{outcome.method} {item.incident_id}: {outcome.label or 'no fault named'} "
+                             f"({outcome.seconds:.1f} s)")
+            else:
+                self.analysis.failures.append(self.night.record_failure(item, outcome.method, error))
+                self._report(f"{outcome.method} {item.incident_id}: FAILED {type(error).__name__}")
+
+    def _report(self, message: str) -> None:
         self.done += 1
-        done = self.done
-        if isinstance(result, Outcome):
-            self.analysis.outcomes.append(result)
-            message = f"{result.label or 'no fault named'} ({result.seconds:.1f} s)"
-        else:
-            self.analysis.failures.append(self.night.record_failure(item, method, result))
-            message = f"FAILED {type(result).__name__}"
-        progress.report(f"{method} {item.incident_id}: {message}", done, self.total)
+        progress.report(message, self.done, self.total)

@@ -1,0 +1,249 @@
+"""Where one unit of nightly work runs: it reads a frozen copy of the warehouse and writes only to tables of its own.
+
+The warehouse is one DuckDB file with one writer, the flow. Before a stage fans out, the flow `freeze`s the
+warehouse: a checkpoint, then a copy of the file (into `nightly_work_dir`, which must be a filesystem every
+worker sees when they run on other machines). A worker — a thread, a process or a machine of a Dask cluster —
+runs the unit (`run_astra`, `run_sade`, `run_verdict`, unchanged) in a `unit_space`: an in-memory DuckDB with
+the copy attached read-only, where the tables the unit writes are empty tables of its own (a schema per unit,
+first on the cursor's search path) and every other name resolves to the copy. What the unit leaves there —
+the rows it inserted, and the DELETE statements it ran, in order — comes back as a `UnitResult`, and the
+flow's `persist` replays it on the warehouse: the deletes, then the rows. Replaying the deletes before the
+rows gives the same tables as running the unit on the warehouse itself, because a unit's deletes name rows
+by their values (an incident, a method, a round) and the rows it inserted are only those that survived its
+own deletes. A unit that tries to write an input table fails on the read-only copy, loudly.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Self
+
+import duckdb
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict
+
+from faultline.config import Settings
+from faultline.errors import FaultlineError
+from faultline.nightly.backlog import Method
+from faultline.nightly.work import Outcome
+
+# the tables each kind of unit writes (its stores': astra/store.py, eval_store.py, logs/store.py,
+# scope/store.py, sade/store.py, verdict/store.py, verdict/evaluate.py; llm_calls from the LLM gateway)
+OUTPUT_TABLES: dict[Method, tuple[str, ...]] = {
+    "astra": ("astra_rounds", "claims", "evidence", "judge_scores", "followup_queries", "evaluations",
+              "log_excerpts", "log_scopes", "llm_calls"),
+    "sade": ("sade_steps", "sade_flags", "submissions", "evaluations", "llm_calls"),
+    "verdict": ("verdicts", "verdict_claims", "verdict_checks", "evaluations", "llm_calls"),
+}
+SNAPSHOT_ALIAS = "frozen"
+_CREATE = re.compile(r"^\s*CREATE\s+TABLE\s+(?:\"?[\w]+\"?\.)?\"?(\w+)\"?\s*\(", re.IGNORECASE)
+_KEYWORD = re.compile(r"^\s*(?:--[^\n]*\n\s*)*(\w+)", re.IGNORECASE)
+
+
+class Delete(BaseModel):
+    """One DELETE statement a unit ran, to run again on the warehouse."""
+
+    model_config = ConfigDict(extra="forbid")
+    sql: str
+    params: list[Any] = []
+
+
+class UnitResult(BaseModel):
+    """What a unit of work brings back to the flow: its outcome, the deletes it ran, the rows it inserted."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    outcome: Outcome
+    deletes: list[Delete] = []
+    rows: dict[str, pa.Table] = {}  # table -> the rows the unit inserted (and kept)
+
+    def row_counts(self) -> dict[str, int]:
+        """Table -> rows, for logs and tests."""
+        return {table: rows.num_rows for table, rows in self.rows.items()}
+
+
+_READERS: dict[str, duckdb.DuckDBPyConnection] = {}
+_READERS_LOCK = threading.Lock()
+
+
+def work_dir(settings: Settings) -> Path:
+    """Where the frozen copies go: `nightly_work_dir`, or `.faultline-work/` beside the warehouse file."""
+    return Path(settings.nightly_work_dir or Path(settings.duckdb_path).resolve().parent / ".faultline-work")
+
+
+def freeze(conn: duckdb.DuckDBPyConnection, settings: Settings, name: str) -> Path:
+    """Checkpoint the warehouse and copy its file to `<work dir>/<name>.duckdb`; the copy's path.
+
+    The caller is the only writer and writes nothing while the copy is made. Older copies of this run's
+    name are replaced; `thaw` removes one when its stage is over.
+    """
+    folder = work_dir(settings)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{name}.duckdb"
+    conn.execute("CHECKPOINT")
+    partial = target.with_suffix(".partial")
+    try:
+        shutil.copyfile(Path(settings.duckdb_path), partial)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise FaultlineError(f"cannot copy the warehouse to {partial}: {exc}",
+                             fix="free space there or point nightly_work_dir (FAULTLINE_NIGHTLY_WORK_DIR) at a "
+                             "folder with room for one copy of the warehouse") from exc
+    partial.replace(target)
+    return target
+
+
+def thaw(path: Path) -> None:
+    """Remove a frozen copy (and its write-ahead log, if a reader left one); this process lets go of it first."""
+    with _READERS_LOCK:
+        reader = _READERS.pop(str(path), None)
+    if reader is not None:
+        reader.close()
+    for leftover in (path, path.with_suffix(".duckdb.wal")):
+        leftover.unlink(missing_ok=True)
+
+
+def _reader(snapshot: Path) -> duckdb.DuckDBPyConnection:
+    """This process's in-memory database with `snapshot` attached read-only (one per process; the copy of an
+    earlier stage is let go when a new one is asked for)."""
+    key = str(snapshot)
+    with _READERS_LOCK:
+        if key not in _READERS:
+            for old in list(_READERS):
+                _READERS.pop(old).close()
+            if not snapshot.is_file():
+                raise FaultlineError(f"the frozen warehouse {snapshot} is not there",
+                                     fix="workers on other machines need nightly_work_dir on a shared filesystem")
+            db = duckdb.connect(":memory:")
+            db.execute(f"ATTACH '{key}' AS {SNAPSHOT_ALIAS} (READ_ONLY)")
+            _READERS[key] = db
+        return _READERS[key]
+
+
+class JournalingConnection:
+    """A cursor that runs everything on the unit's space and notes the DELETE statements that took effect.
+
+    Behaves as the DuckDB connection the units expect (`execute`, `executemany`, `sql`, `register`, `cursor`...);
+    a new cursor shares the journal and the search path. A rolled-back transaction takes its deletes back.
+    """
+
+    def __init__(self, cursor: duckdb.DuckDBPyConnection, search_path: str, journal: list[Delete],
+                 lock: threading.Lock) -> None:
+        self._cursor = cursor
+        self._search_path = search_path
+        self._journal = journal
+        self._lock = lock
+        self._began: int | None = None
+        cursor.execute(f"SET search_path = '{search_path}'")
+
+    def _note(self, sql: str, params: Any) -> None:
+        match = _KEYWORD.match(sql)
+        keyword = match.group(1).upper() if match else ""
+        if keyword == "DELETE":
+            with self._lock:
+                self._journal.append(Delete(sql=sql, params=list(params or [])))
+        elif keyword in ("UPDATE", "MERGE", "TRUNCATE", "DROP", "ALTER"):
+            raise FaultlineError(f"a unit of nightly work ran {keyword}, which cannot be replayed on the warehouse",
+                                 fix="units may insert and delete rows only (faultline/nightly/workspace.py)")
+        elif keyword == "BEGIN":
+            self._began = len(self._journal)
+        elif keyword == "COMMIT":
+            self._began = None
+        elif keyword == "ROLLBACK" and self._began is not None:
+            with self._lock:
+                del self._journal[self._began:]
+            self._began = None
+
+    def execute(self, sql: str, parameters: Any = None) -> duckdb.DuckDBPyConnection:
+        self._note(sql, parameters)
+        return self._cursor.execute(sql, parameters) if parameters is not None else self._cursor.execute(sql)
+
+    def executemany(self, sql: str, parameters: Any = None) -> duckdb.DuckDBPyConnection:
+        for params in parameters or []:
+            self._note(sql, params)
+        return self._cursor.executemany(sql, parameters)
+
+    def cursor(self) -> JournalingConnection:
+        return JournalingConnection(self._cursor.cursor(), self._search_path, self._journal, self._lock)
+
+    def __getattr__(self, name: str) -> Any:  # sql, register, unregister, fetch*, close...
+        return getattr(self._cursor, name)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._cursor.close()
+
+
+class UnitSpace:
+    """One unit's tables, its journal and its cursor (`conn`)."""
+
+    def __init__(self, db: duckdb.DuckDBPyConnection, method: Method) -> None:
+        self.schema = f"unit_{uuid.uuid4().hex}"
+        self.tables = OUTPUT_TABLES[method]
+        self.journal: list[Delete] = []
+        setup = db.cursor()
+        try:
+            setup.execute(f"CREATE SCHEMA memory.{self.schema}")
+            ddl = dict(setup.execute("SELECT table_name, sql FROM duckdb_tables() WHERE database_name = ?",
+                                     [SNAPSHOT_ALIAS]).fetchall())
+            for table in self.tables:
+                if table not in ddl:
+                    raise FaultlineError(f"the frozen warehouse has no table {table}",
+                                         fix="upgrade the warehouse (`faultline db migrate`) before the nightly run")
+                setup.execute(_CREATE.sub(f"CREATE TABLE memory.{self.schema}.{table} (", ddl[table], count=1))
+        finally:
+            setup.close()
+        self._db = db
+        self.conn = JournalingConnection(db.cursor(), f"memory.{self.schema},{SNAPSHOT_ALIAS}.main", self.journal,
+                                         threading.Lock())
+
+    def collect(self, outcome: Outcome) -> UnitResult:
+        """The unit's result: its outcome, its deletes in order, and the rows left in its tables."""
+        rows: dict[str, pa.Table] = {}
+        reader = self._db.cursor()
+        try:
+            for table in self.tables:
+                found = reader.sql(f"SELECT * FROM memory.{self.schema}.{table}").to_arrow_table()
+                if found.num_rows:
+                    rows[table] = found
+        finally:
+            reader.close()
+        return UnitResult(outcome=outcome, deletes=list(self.journal), rows=rows)
+
+    def drop(self) -> None:
+        self.conn.close()
+        cleanup = self._db.cursor()
+        try:
+            cleanup.execute(f"DROP SCHEMA IF EXISTS memory.{self.schema} CASCADE")
+        finally:
+            cleanup.close()
+
+
+@contextmanager
+def unit_space(snapshot: Path, method: Method) -> Iterator[UnitSpace]:
+    """A fresh space for one `method` unit over the frozen warehouse `snapshot`; dropped on exit."""
+    space = UnitSpace(_reader(snapshot), method)
+    try:
+        yield space
+    finally:
+        space.drop()
+
+
+def persist(conn: duckdb.DuckDBPyConnection, result: UnitResult) -> None:
+    """Replay one unit's result on the warehouse (the caller holds the transaction): deletes, then rows."""
+    for delete in result.deletes:
+        conn.execute(delete.sql, delete.params)
+    for table, rows in result.rows.items():
+        view = f"unit_rows_{table}"
+        conn.register(view, rows)
+        try:
+            conn.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}")
+        finally:
+            conn.unregister(view)
