@@ -215,6 +215,10 @@ class Settings(BaseSettings):
         "copy at a time, removed after its stage); default `.faultline-work/` beside the warehouse file. Must be "
         "shared with the workers of a `cluster` runner."
     )
+    nightly_in_flight: int = Field(
+        0, ge=0, description="Units submitted to the task runner at a time, one more as each finishes (0: four per "
+        "nightly worker). Set it to a few per worker for a `cluster` runner."
+    )
     nightly_persist_batch: int = Field(
         20, ge=1, description="Finished units written to the warehouse in one transaction (a killed run loses at "
         "most this many finished units, which the next run does again)."

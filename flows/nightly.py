@@ -16,10 +16,11 @@ from collections.abc import Callable
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
+from queue import Queue
 from typing import Any
 
-from prefect import Task, flow, runtime, unmapped
-from prefect.futures import PrefectFuture, as_completed
+from prefect import Task, flow, runtime
+from prefect.futures import PrefectFuture
 
 from faultline.config import Settings
 from faultline.errors import FaultlineError
@@ -74,11 +75,11 @@ def analyse_backlog(items: list[BacklogItem], settings: Settings, analyst: str, 
                                   retry_delay_seconds=settings.nightly_probe_retry_delay_s)
     sql = {"retries": settings.nightly_sql_retries, "retry_delay_seconds": settings.nightly_sql_retry_delay_s}
     started = time.perf_counter()
-    analysis = _phase(night, "analyse", items, lambda frozen: {
-        **_fan_out(astra, "astra", items, settings=settings, run_id=run_id, analyst=analyst, max_rounds=max_rounds,
-                   frozen=frozen),
-        **_fan_out(sade, "sade", items, settings=settings, run_id=run_id, network_backend=network_backend,
-                   llm_model=llm_model, frozen=frozen)}, Analysis())
+    analysis = _phase(night, "analyse", items, lambda frozen: [
+        *_fan_out(astra, "astra", items, settings=settings, run_id=run_id, analyst=analyst, max_rounds=max_rounds,
+                  frozen=frozen),
+        *_fan_out(sade, "sade", items, settings=settings, run_id=run_id, network_backend=network_backend,
+                  llm_model=llm_model, frozen=frozen)], Analysis())
     middle = time.perf_counter()
     analysis = _phase(night, "verdict", items, lambda frozen: _fan_out(
         verdict_task.with_options(**sql), "verdict", items, settings=settings, analyst=analyst,
@@ -87,34 +88,56 @@ def analyse_backlog(items: list[BacklogItem], settings: Settings, analyst: str, 
     return analysis
 
 
-def _phase(night: Night, name: str, items: list[BacklogItem],
-           submit: Callable[[str], dict[PrefectFuture, tuple[Method, BacklogItem]]], analysis: Analysis) -> Analysis:
-    """Freeze the warehouse, submit the phase's units on it, persist them as they finish, remove the copy."""
+Unit = tuple[Task, Method, BacklogItem, dict[str, Any]]  # a task to submit, what for, and its keyword arguments
+
+
+def _phase(night: Night, name: str, items: list[BacklogItem], units: Callable[[str], list[Unit]],
+           analysis: Analysis) -> Analysis:
+    """Freeze the warehouse, run the phase's units on it, persist them as they finish, remove the copy."""
     wanted = {"analyse": {"astra", "sade"}, "verdict": {"verdict"}}[name]
     if not any(set(item.todo) & wanted for item in items):
         return analysis
     with closing(night.cursor()) as cursor:
         frozen = freeze(cursor, night.settings, f"{night.run_id}-{name}")
     try:
-        jobs = submit(str(frozen))
-        harvest = Harvest(night, total=len(jobs), analysis=analysis)
-        for future in as_completed(list(jobs)):
-            method, item = jobs[future]
-            harvest.take(method, item, _result_or_error(future))
+        todo = units(str(frozen))
+        harvest = Harvest(night, total=len(todo), analysis=analysis)
+        _run_window(todo, harvest, night.settings.nightly_in_flight or 4 * night.settings.nightly_workers)
         harvest.flush()
         return harvest.analysis
     finally:
         thaw(frozen)
 
 
-def _fan_out(unit: Task, method: Method, items: list[BacklogItem],
-             **same: Any) -> dict[PrefectFuture, tuple[Method, BacklogItem]]:
-    """One task run per item that still needs `method`; the keyword arguments are the same for every run."""
-    todo = [item for item in items if method in item.todo]
-    if not todo:
-        return {}
-    futures = unit.map(todo, **{name: unmapped(value) for name, value in same.items()})
-    return {future: (method, item) for future, item in zip(futures, todo)}
+def _run_window(units: list[Unit], harvest: Harvest, window: int) -> None:
+    """Submit the units `window` at a time, one more as each finishes: the task runner, its futures and the
+    results waiting to be persisted hold a few units per worker, never the whole backlog."""
+    finished: Queue[PrefectFuture] = Queue()
+    in_flight: dict[PrefectFuture, tuple[Method, BacklogItem]] = {}
+    waiting = iter(units)
+
+    def submit_next() -> bool:
+        unit = next(waiting, None)
+        if unit is None:
+            return False
+        task, method, item, options = unit
+        future = task.submit(item, **options)
+        in_flight[future] = (method, item)
+        future.add_done_callback(finished.put)
+        return True
+
+    while len(in_flight) < window and submit_next():
+        pass
+    while in_flight:
+        future = finished.get()
+        method, item = in_flight.pop(future)
+        harvest.take(method, item, _result_or_error(future))
+        submit_next()
+
+
+def _fan_out(unit: Task, method: Method, items: list[BacklogItem], **same: Any) -> list[Unit]:
+    """One unit per item that still needs `method`; the keyword arguments are the same for every one."""
+    return [(unit, method, item, same) for item in items if method in item.todo]
 
 
 def _result_or_error(future: PrefectFuture) -> UnitResult | BaseException:

@@ -92,7 +92,7 @@ class Night:
         """Run one unit of work on the frozen warehouse `frozen` (`faultline.nightly.workspace`); what it wrote
         comes back as a result for `Harvest` to persist. Opens nothing for writing; a raise goes up (to be
         retried)."""
-        with unit_space(frozen, method) as space:
+        with unit_space(frozen, method, self.settings.duckdb_memory_limit) as space:
             outcome = unit(self.settings, space.conn, item, run_id=self.run_id, **options)
             return space.collect(outcome)
 

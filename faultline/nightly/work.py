@@ -1,10 +1,11 @@
 """One unit of nightly work: analyse one incident with one method, store it, score it when the truth is known.
 
-Plain functions over a DuckDB connection (a cursor of the run's connection); `Night.run_unit`
-(`faultline.nightly.night`) runs one and records it in the ledger, and the Prefect tasks in
-`tasks/nightly.py` wrap that with names, retries and concurrency. A unit either returns an `Outcome`
-or raises — once its retries are spent, `Night.record_failure` turns the raise into a `run_failures`
-row and a ``failed`` ledger entry.
+Plain functions over a DuckDB connection: a warehouse cursor when run by hand, and in the nightly run the
+cursor of a unit's own space over a frozen copy of the warehouse (`faultline.nightly.workspace`), where
+what they write stays until the flow persists it. `Night.run_unit` (`faultline.nightly.night`) runs one
+there, and the Prefect tasks in `tasks/nightly.py` wrap that with names, retries and concurrency. A unit
+either returns an `Outcome` or raises — once its retries are spent, `Night.record_failure` turns the
+raise into a `run_failures` row and a ``failed`` ledger entry.
 """
 
 from __future__ import annotations

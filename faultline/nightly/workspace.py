@@ -108,9 +108,13 @@ def thaw(path: Path) -> None:
         leftover.unlink(missing_ok=True)
 
 
-def _reader(snapshot: Path) -> duckdb.DuckDBPyConnection:
+READER_MEMORY_LIMIT = "1GB"  # a unit reads one incident's rows; a worker's cache need not grow with the warehouse
+
+
+def _reader(snapshot: Path, memory_limit: str = "") -> duckdb.DuckDBPyConnection:
     """This process's in-memory database with `snapshot` attached read-only (one per process; the copy of an
-    earlier stage is let go when a new one is asked for)."""
+    earlier stage is let go when a new one is asked for), its buffer cache capped (`duckdb_memory_limit`, or
+    1 GB)."""
     key = str(snapshot)
     with _READERS_LOCK:
         if key not in _READERS:
@@ -119,7 +123,7 @@ def _reader(snapshot: Path) -> duckdb.DuckDBPyConnection:
             if not snapshot.is_file():
                 raise FaultlineError(f"the frozen warehouse {snapshot} is not there",
                                      fix="workers on other machines need nightly_work_dir on a shared filesystem")
-            db = duckdb.connect(":memory:")
+            db = duckdb.connect(":memory:", config={"memory_limit": memory_limit or READER_MEMORY_LIMIT})
             db.execute(f"ATTACH '{key}' AS {SNAPSHOT_ALIAS} (READ_ONLY)")
             _READERS[key] = db
         return _READERS[key]
@@ -227,9 +231,9 @@ class UnitSpace:
 
 
 @contextmanager
-def unit_space(snapshot: Path, method: Method) -> Iterator[UnitSpace]:
+def unit_space(snapshot: Path, method: Method, memory_limit: str = "") -> Iterator[UnitSpace]:
     """A fresh space for one `method` unit over the frozen warehouse `snapshot`; dropped on exit."""
-    space = UnitSpace(_reader(snapshot), method)
+    space = UnitSpace(_reader(snapshot, memory_limit), method)
     try:
         yield space
     finally:
