@@ -2,11 +2,16 @@
 
 Runs `flows/nightly.py` in a fresh warehouse on the sample corpus (history + backlog + docs), and
 optionally on the backlog replicated N times (`--replicas 10`: every backlog incident copied N times
-under new incident and ticket ids, files hard-linked or copied so each copy is ingested as its own).
-Each run is a separate process, so its peak memory (RSS, the flow's process) is its own. Figures
-are ratios within one run; the machine is shared and noisy.
+under new incident and ticket ids, files hard-linked or copied so each copy is ingested as its own),
+on each task runner asked for (`--runner threads|processes|cluster`, repeatable; `cluster` starts a
+scheduler and `--workers` workers with the dask command-line tools on localhost, as a cluster's machines
+would). Each run is a separate process; a sampler reads the resident memory of the flow's process and
+of every process the run starts (worker processes, the docs MCP servers) twice a second, and reports
+the flow's peak and the peak of all of them together. Figures are ratios within one run; the machine
+is shared and noisy.
 
-    .venv/bin/python bench/nightly.py [--corpus DIR] [--replicas 1 --replicas 10] [--workers 2] [--json]
+    .venv/bin/python bench/nightly.py [--corpus DIR] [--replicas 1 --replicas 10] [--workers 2]
+        [--runner threads --runner processes] [--json]
 """
 
 from __future__ import annotations
@@ -18,9 +23,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -31,6 +37,9 @@ def replicate(corpus: Path, out: Path, copies: int) -> Path:
     for part in ("history", "docs"):
         if (corpus / part).is_dir():
             (out / part).symlink_to((corpus / part).resolve())
+    (out / "backlog").mkdir()
+    for shared in sorted(p for p in (corpus / "backlog").iterdir() if p.is_dir() and not (p / "incident.json").exists()):
+        (out / "backlog" / shared.name).symlink_to(shared.resolve())  # the collector's archive, the inventories
     for folder in sorted(p for p in (corpus / "backlog").iterdir() if (p / "incident.json").is_file()):
         for k in range(copies):
             target = out / "backlog" / (folder.name if k == 0 else f"{folder.name}-r{k}")
@@ -64,9 +73,9 @@ from faultline.offline import apply_offline_env
 apply_offline_env()
 from faultline.config import Settings
 from flows.nightly import nightly_flow
-work, corpus, workers = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+work, corpus, workers, runner, address = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 settings = Settings(duckdb_path=work / "fl.duckdb", lancedb_dir=work / "lancedb", progress=False,
-                    nightly_workers=workers)
+                    nightly_workers=workers, nightly_task_runner=runner, nightly_dask_address=address)
 t0 = time.perf_counter()
 summary = nightly_flow(corpus=corpus, settings=settings)
 print(json.dumps({"seconds": time.perf_counter() - t0, "summary": summary,
@@ -74,22 +83,94 @@ print(json.dumps({"seconds": time.perf_counter() - t0, "summary": summary,
 """
 
 
-def run_once(corpus: Path, workers: int) -> dict[str, Any]:
+class MemorySampler:
+    """Peak resident memory of some process trees, sampled every half second in a thread."""
+
+    def __init__(self) -> None:
+        self.roots: dict[str, list[int]] = {}  # group name -> root pids
+        self.peak: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        import psutil
+
+        while not self._stop.wait(0.5):
+            total = 0.0
+            for group, pids in list(self.roots.items()):
+                rss = 0.0
+                for pid in pids:
+                    try:
+                        root = psutil.Process(pid)
+                        tree = [root] if group == "flow" else [root, *root.children(recursive=True)]
+                        rss += sum(p.memory_info().rss for p in tree) / 2**20
+                    except psutil.Error:
+                        continue
+                self.peak[group] = max(self.peak.get(group, 0.0), rss)
+                total += rss
+            self.peak["all"] = max(self.peak.get("all", 0.0), total)
+
+
+def _cluster(workers: int, folder: Path, sampler: MemorySampler) -> tuple[str, list[subprocess.Popen]]:
+    """A scheduler and `workers` one-thread workers started with the dask command-line tools on localhost."""
+    dask = [sys.executable, "-m", "dask"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PREFECT_LOGGING_LEVEL": "WARNING"}
+    address_file = folder / "scheduler.json"
+    quiet = {"cwd": REPO, "env": env, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    procs = [subprocess.Popen([*dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                               "--scheduler-file", str(address_file)], **quiet)]
+    while not address_file.exists():
+        time.sleep(0.2)
+    address = json.loads(address_file.read_text())["address"]
+    for n in range(workers):
+        procs.append(subprocess.Popen([*dask, "worker", address, "--nthreads", "1", "--nworkers", "1",
+                                       "--no-dashboard", "--local-directory", str(folder / f"w{n}")], **quiet))
+    sampler.roots["workers"] = [p.pid for p in procs[1:]]
+    return address, procs
+
+
+def run_once(corpus: Path, workers: int, runner: str = "threads") -> dict[str, Any]:
     """One nightly run in a fresh warehouse, in its own process."""
-    with tempfile.TemporaryDirectory(prefix="faultline-bench-nightly-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="faultline-bench-nightly-") as tmp, MemorySampler() as sampler:
         env = {**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING"}
-        done = subprocess.run([sys.executable, "-c", _CHILD, tmp, str(corpus), str(workers)], cwd=REPO, env=env,
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            raise SystemExit(f"nightly run failed:\n{done.stderr[-3000:]}")
-        result = json.loads(done.stdout.strip().splitlines()[-1])
+        address, cluster = _cluster(workers, Path(tmp), sampler) if runner == "cluster" else ("", [])
+        try:
+            child = subprocess.Popen([sys.executable, "-c", _CHILD, tmp, str(corpus), str(workers), runner, address],
+                                     cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            sampler.roots["flow"] = [child.pid]
+            if runner != "cluster":  # the flow's own children: local worker processes, docs servers
+                sampler.roots["children"] = [child.pid]
+            out, err = child.communicate()
+        finally:
+            for proc in cluster:
+                proc.terminate()
+            for proc in cluster:
+                proc.wait(timeout=60)
+        if child.returncode != 0:
+            raise SystemExit(f"nightly run failed:\n{err[-3000:]}")
+        result = json.loads(out.strip().splitlines()[-1])
     summary = result["summary"]
     incidents = len({o["incident_id"] for o in summary["outcomes"]})
     stages = summary["stage_seconds"]
     total = result["seconds"]
-    return {"incidents": incidents, "units": len(summary["outcomes"]), "failures": len(summary["failures"]),
-            "seconds": round(total, 1), "incidents_per_minute": round(60 * incidents / total, 2),
-            "peak_rss_mb": round(result["peak_rss_mb"]), "stage_seconds": stages,
+    peak = sampler.peak
+    if runner != "cluster":  # the "children" tree includes the flow itself
+        peak["workers"] = peak.get("children", 0.0) - peak.get("flow", 0.0)
+        peak["all"] = peak.get("children", 0.0)
+    return {"runner": runner, "incidents": incidents, "units": len(summary["outcomes"]),
+            "failures": len(summary["failures"]), "seconds": round(total, 1),
+            "incidents_per_minute": round(60 * incidents / total, 2),
+            "peak_rss_mb": round(result["peak_rss_mb"]),
+            "peak_rss_sampled_mb": {k: round(v) for k, v in peak.items() if k in ("flow", "workers", "all")},
+            "stage_seconds": stages,
             "stage_share": {k: round(v / total, 3) for k, v in stages.items()},
             "per_method": summary and [{k: r[k] for k in ("method", "analysed", "seconds")}
                                        for r in _per_method(summary)]}
@@ -106,6 +187,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--corpus", type=Path, default=REPO / "data" / "sample")
     parser.add_argument("--replicas", type=int, action="append", help="backlog copies per run (default: 1)")
     parser.add_argument("--workers", type=int, default=2, help="nightly_workers")
+    parser.add_argument("--runner", action="append", choices=("threads", "processes", "cluster"),
+                        help="nightly_task_runner (repeatable; default: threads)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))
@@ -113,23 +196,34 @@ def main(argv: list[str] | None = None) -> None:
     for copies in args.replicas or [1]:
         with tempfile.TemporaryDirectory(prefix="faultline-bench-corpus-") as tmp:
             corpus = args.corpus if copies == 1 else replicate(args.corpus, Path(tmp) / "corpus", copies)
-            started = time.perf_counter()
-            runs.append({"replicas": copies, **run_once(corpus, args.workers),
-                         "wall_s": round(time.perf_counter() - started, 1)})
+            for runner in args.runner or ["threads"]:
+                started = time.perf_counter()
+                runs.append({"replicas": copies, **run_once(corpus, args.workers, runner),
+                             "wall_s": round(time.perf_counter() - started, 1)})
     if args.json:
         print(json.dumps({"workers": args.workers, "runs": runs}, indent=2))
         return
     for r in runs:
         shares = ", ".join(f"{k} {100 * v:.0f}%" for k, v in r["stage_share"].items())
-        print(f"backlog x{r['replicas']}: {r['incidents']} incidents ({r['units']} analyses, {r['failures']} failed) "
-              f"in {r['seconds']} s = {r['incidents_per_minute']} incidents/min; peak RSS {r['peak_rss_mb']} MB; "
+        mem = r["peak_rss_sampled_mb"]
+        print(f"backlog x{r['replicas']} on {r['runner']}: {r['incidents']} incidents ({r['units']} analyses, "
+              f"{r['failures']} failed) in {r['seconds']} s = {r['incidents_per_minute']} incidents/min; peak RSS "
+              f"flow {mem.get('flow')} MB, workers {mem.get('workers')} MB, all {mem.get('all')} MB; "
               f"time per stage: {shares}")
-    if len(runs) > 1:
-        base = runs[0]
-        for r in runs[1:]:
-            print(f"x{r['replicas']} vs x{base['replicas']}: throughput ratio "
-                  f"{r['incidents_per_minute'] / base['incidents_per_minute']:.2f}, memory ratio "
-                  f"{r['peak_rss_mb'] / base['peak_rss_mb']:.2f}")
+    by_key = {(r["replicas"], r["runner"]): r for r in runs}
+    for (copies, runner), r in by_key.items():
+        base = by_key.get((copies, "threads"))
+        if runner != "threads" and base:
+            print(f"x{copies}: {runner} vs threads: throughput ratio "
+                  f"{r['incidents_per_minute'] / base['incidents_per_minute']:.2f}")
+    sizes = sorted({c for c, _ in by_key})
+    for runner in args.runner or ["threads"]:
+        for copies in sizes[1:]:
+            base, r = by_key.get((sizes[0], runner)), by_key.get((copies, runner))
+            if base and r:
+                print(f"{runner}: x{copies} vs x{sizes[0]}: throughput ratio "
+                      f"{r['incidents_per_minute'] / base['incidents_per_minute']:.2f}, flow memory ratio "
+                      f"{r['peak_rss_sampled_mb']['flow'] / base['peak_rss_sampled_mb']['flow']:.2f}")
 
 
 if __name__ == "__main__":

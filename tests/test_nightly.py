@@ -74,6 +74,7 @@ def night(tmp_path_factory):
     corpus = _corpus(base / "corpus", BACKLOG, broken=("sample-backlog-009",))
     settings = _settings(base)
     summary = nightly_flow(corpus=str(corpus), settings=settings, max_rounds=2)
+    _copy_night(settings, base / "as-run")  # the warehouse as this (thread pool) run left it, before other tests
     return settings, corpus, summary
 
 
@@ -332,17 +333,18 @@ def test_a_unit_run_on_the_frozen_warehouse_stores_what_it_would_store_running_o
 
 
 def test_a_nightly_run_on_a_dask_scheduler_and_two_worker_processes_equals_the_threads_run(night, tmp_path):
-    """The dask command-line tools start a scheduler and two workers on localhost; two incidents are analysed
-    again on them and, on a copy of the same warehouse, on the thread pool: every report, submission and score is
-    the same."""
+    """The dask command-line tools start a scheduler and two workers on localhost; two incidents of the night
+    (a thread pool run) are analysed again on them, in a copy of the warehouse as that run left it: every
+    report, submission and score is the same."""
     from flows.nightly import nightly_flow
 
     settings, _, _ = night
     incidents = ["sample-backlog-004", "sample-backlog-042"]
-    threads, cluster = _copy_night(settings, tmp_path / "threads"), _copy_night(settings, tmp_path / "cluster")
-    for copy in (threads, cluster):
-        _rows(copy, "DELETE FROM analysis_ledger WHERE incident_id IN (SELECT unnest(?))", [incidents])
-    nightly_flow(settings=threads, incidents=incidents, max_rounds=2)
+    as_run = settings.duckdb_path.parent / "as-run"
+    cluster = _copy_night(settings.model_copy(update={"duckdb_path": as_run / "fl.duckdb",
+                                                      "lancedb_dir": as_run / "lancedb"}), tmp_path / "cluster")
+    threads_rows = _unit_rows(cluster.duckdb_path, incidents)
+    _rows(cluster, "DELETE FROM analysis_ledger WHERE incident_id IN (SELECT unnest(?))", [incidents])
     dask = [sys.executable, "-m", "dask"]
     address_file = tmp_path / "scheduler.json"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -377,7 +379,7 @@ def test_a_nightly_run_on_a_dask_scheduler_and_two_worker_processes_equals_the_t
     assert len(set(workers.values()) - {os.getpid()}) == 2  # two worker processes, neither of them this one
     assert {(o["incident_id"], o["method"]) for o in summary["outcomes"]} == {
         (i, m) for i in incidents for m in ("astra", "sade", "verdict")}
-    assert _unit_rows(cluster.duckdb_path, incidents) == _unit_rows(threads.duckdb_path, incidents)
+    assert _unit_rows(cluster.duckdb_path, incidents) == threads_rows
 
 
 def test_an_edited_ticket_is_analysed_again_on_local_worker_processes(night):

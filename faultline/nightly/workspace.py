@@ -123,7 +123,9 @@ def _reader(snapshot: Path, memory_limit: str = "") -> duckdb.DuckDBPyConnection
             if not snapshot.is_file():
                 raise FaultlineError(f"the frozen warehouse {snapshot} is not there",
                                      fix="workers on other machines need nightly_work_dir on a shared filesystem")
-            db = duckdb.connect(":memory:", config={"memory_limit": memory_limit or READER_MEMORY_LIMIT})
+            # one thread: a unit's queries read one incident's rows, and a worker is one of several on the machine
+            db = duckdb.connect(":memory:", config={"memory_limit": memory_limit or READER_MEMORY_LIMIT,
+                                                    "threads": 1})
             db.execute(f"ATTACH '{key}' AS {SNAPSHOT_ALIAS} (READ_ONLY)")
             _READERS[key] = db
         return _READERS[key]
