@@ -48,18 +48,27 @@ def make_task_runner(settings: Settings) -> Any:
         from prefect.task_runners import ThreadPoolTaskRunner
 
         return ThreadPoolTaskRunner(max_workers=settings.nightly_workers)
-    try:
-        from prefect_dask import DaskTaskRunner
-    except ImportError as exc:
-        raise FaultlineError("the dask task runners need prefect-dask", fix="pip install prefect-dask") from exc
+    check_task_runner(settings)
+    from prefect_dask import DaskTaskRunner
+
     if settings.nightly_task_runner == "cluster":
-        if not settings.nightly_dask_address:
-            raise FaultlineError("the cluster task runner needs the address of a Dask scheduler",
-                                 fix="set nightly_dask_address (FAULTLINE_NIGHTLY_DASK_ADDRESS), e.g. "
-                                 "tcp://127.0.0.1:8786, or use nightly_task_runner=processes")
         return DaskTaskRunner(address=settings.nightly_dask_address)
     return DaskTaskRunner(cluster_kwargs={"n_workers": settings.nightly_workers, "processes": True,
                                           "threads_per_worker": 1, "dashboard_address": None})
+
+
+def check_task_runner(settings: Settings) -> None:
+    """Refuse a task runner that cannot start, before the run does anything."""
+    if settings.nightly_task_runner == "threads":
+        return
+    try:
+        import prefect_dask  # noqa: F401
+    except ImportError as exc:
+        raise FaultlineError("the dask task runners need prefect-dask", fix="pip install prefect-dask") from exc
+    if settings.nightly_task_runner == "cluster" and not settings.nightly_dask_address:
+        raise FaultlineError("the cluster task runner needs the address of a Dask scheduler",
+                             fix="set nightly_dask_address (FAULTLINE_NIGHTLY_DASK_ADDRESS, or --dask-address), e.g. "
+                             "tcp://127.0.0.1:8786, or use the processes runner")
 
 
 @flow(name="faultline-analyse-backlog", flow_run_name="analyse {count} incident(s)")
@@ -165,6 +174,7 @@ def nightly_flow(corpus: str | None = None, limit: int | None = None, incidents:
     from prefect.artifacts import create_markdown_artifact
 
     settings = settings or Settings()
+    check_task_runner(settings)
     analyst = f"llm:{llm_model}" if llm_model else "deterministic"
     sql = {"retries": settings.nightly_sql_retries, "retry_delay_seconds": settings.nightly_sql_retry_delay_s}
     with Night.begin(settings, prefect_flow_run_id=str(runtime.flow_run.id) if runtime.flow_run.id else None) as run:

@@ -20,3 +20,16 @@ def test_failed_file_sets_exit_code_one(run_cli, tmp_path, capsys):
     odd.write_text('{"foo": 1}\n')
     run_cli("ingest", "tickets", str(odd), expect_exit=1)
     assert "cannot tell which tracker layout" in capsys.readouterr().out
+
+
+def test_a_nightly_on_a_cluster_without_a_scheduler_address_stops_before_it_starts(run_cli, settings, capsys):
+    from faultline import db
+
+    run_cli("nightly", "--runner", "cluster", expect_exit=2)
+    err = capsys.readouterr().err
+    assert "needs the address of a Dask scheduler" in err and "--dask-address" in err
+    conn = db.connect(settings.duckdb_path)
+    try:
+        assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 0  # no run was opened
+    finally:
+        conn.close()

@@ -28,10 +28,20 @@ def nightly_command(
         "the devices of --inventory (or the ssh_inventory setting) over SSH."),
     inventory: Optional[Path] = typer.Option(None, "--inventory", help="Inventory folder for --network ssh."),
     rounds: int = typer.Option(5, "--rounds", min=1, max=5, help="Most ASTRA judge/refine rounds."),
+    runner: Optional[Literal["threads", "processes", "cluster"]] = typer.Option(
+        None, "--runner", help="Where the units run: threads, processes (local Dask worker processes) or cluster "
+        "(the Dask scheduler of --dask-address); default: the nightly_task_runner setting."),
+    dask_address: Optional[str] = typer.Option(None, "--dask-address", help="Scheduler of the cluster runner, "
+                                               "e.g. tcp://10.0.0.5:8786 (implies --runner cluster)."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ) -> None:
     """Run the nightly flow now: analyse the backlog both ways, evaluate, refresh the marts."""
-    settings = ctx.obj if inventory is None else ctx.obj.model_copy(update={"ssh_inventory": inventory.resolve()})
+    update: dict[str, object] = {"ssh_inventory": inventory.resolve()} if inventory is not None else {}
+    if dask_address:
+        update.update(nightly_task_runner="cluster", nightly_dask_address=dask_address)
+    if runner:
+        update["nightly_task_runner"] = runner
+    settings = ctx.obj.model_validate({**ctx.obj.model_dump(), **update}) if update else ctx.obj
     summary = run_nightly(settings, corpus=corpus, limit=limit, incidents=incident or None, llm_model=llm,
                           network_backend=network, max_rounds=rounds, progress=not as_json)
     if as_json:
