@@ -6,9 +6,9 @@ under new incident and ticket ids, files hard-linked or copied so each copy is i
 on each task runner asked for (`--runner threads|processes|cluster`, repeatable; `cluster` starts a
 scheduler and `--workers` workers with the dask command-line tools on localhost, as a cluster's machines
 would). Each run is a separate process; a sampler reads the resident memory of the flow's process and
-of every process the run starts (worker processes, the docs MCP servers) twice a second, and reports
-the flow's peak and the peak of all of them together. Figures are ratios within one run; the machine
-is shared and noisy.
+of every process the run starts (worker processes and the cluster's, the docs MCP servers, the temporary
+Prefect server) twice a second, and reports the flow's peak and the peak of all of them together.
+Figures are ratios within one run; the machine is shared and noisy.
 
     .venv/bin/python bench/nightly.py [--corpus DIR] [--replicas 1 --replicas 10] [--workers 2]
         [--runner threads --runner processes] [--json]
@@ -104,19 +104,16 @@ class MemorySampler:
         import psutil
 
         while not self._stop.wait(0.5):
-            total = 0.0
             for group, pids in list(self.roots.items()):
                 rss = 0.0
                 for pid in pids:
                     try:
                         root = psutil.Process(pid)
-                        tree = [root] if group == "flow" else [root, *root.children(recursive=True)]
+                        tree = [root, *root.children(recursive=True)] if group == "tree" else [root]
                         rss += sum(p.memory_info().rss for p in tree) / 2**20
                     except psutil.Error:
                         continue
                 self.peak[group] = max(self.peak.get(group, 0.0), rss)
-                total += rss
-            self.peak["all"] = max(self.peak.get("all", 0.0), total)
 
 
 def _cluster(workers: int, folder: Path, sampler: MemorySampler) -> tuple[str, list[subprocess.Popen]]:
@@ -133,7 +130,6 @@ def _cluster(workers: int, folder: Path, sampler: MemorySampler) -> tuple[str, l
     for n in range(workers):
         procs.append(subprocess.Popen([*dask, "worker", address, "--nthreads", "1", "--nworkers", "1",
                                        "--no-dashboard", "--local-directory", str(folder / f"w{n}")], **quiet))
-    sampler.roots["workers"] = [p.pid for p in procs[1:]]
     return address, procs
 
 
@@ -146,8 +142,7 @@ def run_once(corpus: Path, workers: int, runner: str = "threads") -> dict[str, A
             child = subprocess.Popen([sys.executable, "-c", _CHILD, tmp, str(corpus), str(workers), runner, address],
                                      cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             sampler.roots["flow"] = [child.pid]
-            if runner != "cluster":  # the flow's own children: local worker processes, docs servers
-                sampler.roots["children"] = [child.pid]
+            sampler.roots["tree"] = [child.pid, *(p.pid for p in cluster)]
             out, err = child.communicate()
         finally:
             for proc in cluster:
@@ -161,15 +156,12 @@ def run_once(corpus: Path, workers: int, runner: str = "threads") -> dict[str, A
     incidents = len({o["incident_id"] for o in summary["outcomes"]})
     stages = summary["stage_seconds"]
     total = result["seconds"]
-    peak = sampler.peak
-    if runner != "cluster":  # the "children" tree includes the flow itself
-        peak["workers"] = peak.get("children", 0.0) - peak.get("flow", 0.0)
-        peak["all"] = peak.get("children", 0.0)
+    peak = {"flow": sampler.peak.get("flow", 0.0), "all": sampler.peak.get("tree", 0.0)}
     return {"runner": runner, "incidents": incidents, "units": len(summary["outcomes"]),
             "failures": len(summary["failures"]), "seconds": round(total, 1),
             "incidents_per_minute": round(60 * incidents / total, 2),
             "peak_rss_mb": round(result["peak_rss_mb"]),
-            "peak_rss_sampled_mb": {k: round(v) for k, v in peak.items() if k in ("flow", "workers", "all")},
+            "peak_rss_sampled_mb": {k: round(v) for k, v in peak.items()},
             "stage_seconds": stages,
             "stage_share": {k: round(v / total, 3) for k, v in stages.items()},
             "per_method": summary and [{k: r[k] for k in ("method", "analysed", "seconds")}
@@ -208,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
         mem = r["peak_rss_sampled_mb"]
         print(f"backlog x{r['replicas']} on {r['runner']}: {r['incidents']} incidents ({r['units']} analyses, "
               f"{r['failures']} failed) in {r['seconds']} s = {r['incidents_per_minute']} incidents/min; peak RSS "
-              f"flow {mem.get('flow')} MB, workers {mem.get('workers')} MB, all {mem.get('all')} MB; "
+              f"flow {mem['flow']} MB, with every process it started {mem['all']} MB; "
               f"time per stage: {shares}")
     by_key = {(r["replicas"], r["runner"]): r for r in runs}
     for (copies, runner), r in by_key.items():
