@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -121,7 +122,8 @@ def _cluster(workers: int, folder: Path, sampler: MemorySampler) -> tuple[str, l
     dask = [sys.executable, "-m", "dask"]
     env = {**os.environ, "PYTHONPATH": str(REPO), "PREFECT_LOGGING_LEVEL": "WARNING"}
     address_file = folder / "scheduler.json"
-    quiet = {"cwd": REPO, "env": env, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    quiet = {"cwd": REPO, "env": env, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
+             "start_new_session": True}  # stopped as a group: a worker's own children go with it
     procs = [subprocess.Popen([*dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                                "--scheduler-file", str(address_file)], **quiet)]
     while not address_file.exists():
@@ -146,7 +148,7 @@ def run_once(corpus: Path, workers: int, runner: str = "threads") -> dict[str, A
             out, err = child.communicate()
         finally:
             for proc in cluster:
-                proc.terminate()
+                os.killpg(proc.pid, signal.SIGTERM)
             for proc in cluster:
                 proc.wait(timeout=60)
         if child.returncode != 0:

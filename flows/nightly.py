@@ -54,7 +54,17 @@ def make_task_runner(settings: Settings) -> Any:
     if settings.nightly_task_runner == "cluster":
         return DaskTaskRunner(address=settings.nightly_dask_address)
     return DaskTaskRunner(cluster_kwargs={"n_workers": settings.nightly_workers, "processes": True,
-                                          "threads_per_worker": 1, "dashboard_address": None})
+                                          "threads_per_worker": 1, "dashboard_address": None,
+                                          "env": {"PREFECT_API_URL": _api_url()}})
+
+
+def _api_url() -> str:
+    """The Prefect API this flow reports to (a temporary server's too): the local workers report there, rather
+    than each starting a temporary server of its own."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return str(client.api_url).rstrip("/")
 
 
 def check_task_runner(settings: Settings) -> None:
