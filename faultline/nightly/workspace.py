@@ -174,10 +174,14 @@ class JournalingConnection:
             self._note(sql, params)
         return self._cursor.executemany(sql, parameters)
 
+    def sql(self, query: str, **options: Any) -> duckdb.DuckDBPyRelation:
+        self._note(query, options.get("params"))
+        return self._cursor.sql(query, **options)
+
     def cursor(self) -> JournalingConnection:
         return JournalingConnection(self._cursor.cursor(), self._search_path, self._journal, self._lock)
 
-    def __getattr__(self, name: str) -> Any:  # sql, register, unregister, fetch*, close...
+    def __getattr__(self, name: str) -> Any:  # register, unregister, fetch*, close...
         return getattr(self._cursor, name)
 
     def __enter__(self) -> Self:
