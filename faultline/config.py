@@ -36,6 +36,26 @@ class Settings(BaseSettings):
     lancedb_dir: Path = Field(
         Path("var/lancedb"), description="LanceDB folder holding the ticket and doc-chunk indexes."
     )
+    index_ann_min_rows: int = Field(
+        50_000,
+        ge=0,
+        description="Rows from which a search index (tickets, doc chunks) gets an approximate-nearest-neighbour "
+        "vector index (IVF_HNSW_SQ, cosine; partitions derived from the row count), built or refreshed "
+        "by every index sync and dropped again below this size. Below it vector search is a flat scan: the exact "
+        "cosine distance to every row that passes the filter. 0 never builds one.",
+    )
+    index_ann_nprobes: int = Field(
+        20,
+        ge=1,
+        description="IVF partitions an ANN vector search always probes (more, up to all, when a narrow filter leaves "
+        "too few rows in them). Higher: better recall, slower. No effect on a flat scan.",
+    )
+    index_ann_refine_factor: int = Field(
+        5,
+        ge=1,
+        description="An ANN vector search takes this many times the requested rows from the compressed index and "
+        "re-ranks them by exact cosine distance. Higher: better recall, slower. No effect on a flat scan.",
+    )
     duckdb_memory_limit: str = Field(
         "",
         description="DuckDB buffer memory cap such as '2GB'; empty keeps DuckDB's default (80% of RAM). "

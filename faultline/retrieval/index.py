@@ -8,6 +8,7 @@ A sync is incremental. Every row carries two hashes: ``source_hash`` (the wareho
 indexed) and ``embed_hash`` (model name + the exact text embedded). Only rows whose
 ``embed_hash`` is new are embedded; rows whose other columns changed are rewritten with their
 stored vector; rows gone from the warehouse are deleted. Nothing changed means nothing written.
+From ``index_ann_min_rows`` rows on, the table also gets an ANN vector index (``faultline.retrieval.ann``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
+
+from faultline.retrieval.ann import FLAT, sync_vector_index
 
 if TYPE_CHECKING:
     import duckdb
@@ -57,6 +60,7 @@ class IndexStats:
     embedded: int
     removed: int
     seconds: float
+    vector_index: str = FLAT  # or the ANN index type (faultline.retrieval.ann)
 
 
 @dataclass(frozen=True)
@@ -237,7 +241,8 @@ def sync_index(
 ) -> IndexStats:
     """Bring the Lance table for ``kind`` in line with the warehouse; see the module docstring.
 
-    The native FTS index on ``text`` is rebuilt whenever rows changed (or it is missing).
+    The native FTS index on ``text`` is rebuilt whenever rows changed (or it is missing); the ANN
+    vector index is built, refreshed, retrained or dropped by the table's size (``ann.sync_vector_index``).
     A warehouse table with no rows drops the Lance table, so searches then say to ingest.
     """
     from lancedb.index import FTS
@@ -292,5 +297,6 @@ def sync_index(
     if changed or gone or not has_fts:
         table.create_index("text", config=FTS(), replace=True)
         if stored:
-            table.optimize()
-    return IndexStats(kind, len(rows), len(to_embed), len(gone), time.perf_counter() - started)
+            table.optimize()  # compacts, and adds changed rows to an existing ANN index
+    vector_index = sync_vector_index(table, settings)
+    return IndexStats(kind, len(rows), len(to_embed), len(gone), time.perf_counter() - started, vector_index)

@@ -11,7 +11,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from faultline.errors import FaultlineError
-from faultline.retrieval.index import EMBED_CHARS, TABLE_NAMES, Kind, clean_markup, open_lancedb, truncate
+from faultline.retrieval import ann
+from faultline.retrieval.index import (
+    EMBED_CHARS,
+    TABLE_NAMES,
+    Kind,
+    clean_markup,
+    open_lancedb,
+    truncate,
+)
 
 if TYPE_CHECKING:
     from faultline.config import Settings
@@ -50,6 +58,11 @@ def _open_table(settings: Settings, kind: Kind) -> Any:
     if table.count_rows() == 0:
         raise FaultlineError(f"the {kind} search index in {settings.lancedb_dir} is empty", fix=fix)
     return table
+
+
+def query_vector(embedder: Embedder, query: str) -> Any:
+    """The embedding a vector search uses for ``query``: cleaned and cut like an indexed text."""
+    return embedder.embed([truncate(clean_markup(query, max_frames=3), EMBED_CHARS)])[0]
 
 
 def _run(builder: Any, where: str | None, limit: int, columns: list[str]) -> list[dict[str, Any]]:
@@ -106,7 +119,9 @@ def search(
     Scores (higher is better in every mode):
 
     * ``vector``: cosine similarity between the query and row embeddings, in [-1, 1]
-      (``1 - cosine distance``; MiniLM vectors are L2-normalised). Exact (flat) search.
+      (``1 - cosine distance``; MiniLM vectors are L2-normalised). A flat scan (exact) below
+      ``settings.index_ann_min_rows`` rows; above it the ANN index picks the candidates and their
+      scores are still exact cosine (``faultline.retrieval.ann``), the filter still applied first.
     * ``text``: BM25 score of Lance's native full-text index on the row text (English
       stemming and stop words; query terms ORed). Unbounded; comparable within one query only.
     * ``hybrid``: both rankings (``FUSION_DEPTH`` candidates each) fused. The default
@@ -150,8 +165,9 @@ def search(
             from faultline.retrieval.embed import Embedder
 
             embedder = Embedder(settings)
-        qvec = embedder.embed([truncate(clean_markup(query, max_frames=3), EMBED_CHARS)])[0]
-        builder = table.search(qvec, query_type="vector", vector_column_name="vector").distance_type("cosine")
+        builder = table.search(query_vector(embedder, query), query_type="vector",
+                               vector_column_name=ann.VECTOR_COLUMN).distance_type("cosine")
+        builder = ann.tune(builder, settings)
         vec = _run(builder, where, depth, columns + ["_distance"])
         for hit in vec:
             hit["_vscore"] = 1.0 - float(hit["_distance"])
