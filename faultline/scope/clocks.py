@@ -10,11 +10,11 @@ than no offset does.
 
 from __future__ import annotations
 
-import bisect
 from collections import defaultdict
 from datetime import datetime, timedelta
 
 import duckdb
+import numpy as np
 
 # lines that report a change of state: adjacencies, sessions, links (IOS-XR, FRR, Linux forms)
 CHANGE_PATTERN = r"ADJCHANGE|ADJCHG|AdjChg|UPDOWN|changed state|[Ll]ink is (?:[Dd]own|[Uu]p)|NIC Link|carrier"
@@ -29,14 +29,17 @@ WHERE device IS NOT NULL AND ts BETWEEN ? AND ? AND regexp_matches(raw, '{CHANGE
 """
 
 
-def _lined_up(times: list[float], others: list[float], offset: float) -> int:
-    count = 0
-    for t in times:
-        target = t - offset
-        i = bisect.bisect_left(others, target - TOLERANCE_S)
-        if i < len(others) and others[i] <= target + TOLERANCE_S:
-            count += 1
-    return count
+OFFSETS = np.arange(-MAX_OFFSET_S, MAX_OFFSET_S + 1, STEP_S)  # offset 0 is among them
+
+
+def _lined_up(times: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """For every offset of `OFFSETS`: how many of `times`, moved back by it, have a line of `others`
+    (sorted) within the tolerance. One array operation per device: the search ran once per line and
+    offset before, a quarter of an ASTRA unit's time on a collector's archive."""
+    targets = times[None, :] - OFFSETS[:, None]
+    at = np.searchsorted(others, targets - TOLERANCE_S, side="left")
+    found = others[np.minimum(at, len(others) - 1)]
+    return ((at < len(others)) & (found <= targets + TOLERANCE_S)).sum(axis=1)
 
 
 def detect_offsets(changes: dict[str, list[float]]) -> dict[str, tuple[int, str]]:
@@ -45,21 +48,20 @@ def detect_offsets(changes: dict[str, list[float]]) -> dict[str, tuple[int, str]
     `changes`: device -> epoch seconds (as the device logged them) of its state-change lines.
     """
     found: dict[str, tuple[int, str]] = {}
-    for device, times in changes.items():
+    stamps = {device: np.asarray(times, dtype=float) for device, times in changes.items()}
+    zero = int(np.flatnonzero(OFFSETS == 0)[0])
+    for device, times in stamps.items():
         if len(times) < MIN_LINES:
             continue
-        others = sorted(t for d, ts in changes.items() if d != device for t in ts)
-        if not others:
+        others = np.sort(np.concatenate([ts for d, ts in stamps.items() if d != device] or [np.empty(0)]))
+        if not len(others):
             continue
-        times = sorted(set(times))
-        at_zero = _lined_up(times, others, 0)
-        best, best_count = 0, at_zero
-        for offset in range(-MAX_OFFSET_S, MAX_OFFSET_S + 1, STEP_S):
-            if offset == 0:
-                continue
-            count = _lined_up(times, others, offset)
-            if count > best_count:
-                best, best_count = offset, count
+        times = np.unique(times)
+        counts = _lined_up(times, others)
+        at_zero = int(counts[zero])
+        counts[zero] = -1
+        pick = int(np.argmax(counts))  # the first offset with the most lines, as a scan upwards finds it
+        best, best_count = (int(OFFSETS[pick]), int(counts[pick])) if counts[pick] > at_zero else (0, at_zero)
         if best and best_count >= MIN_LINES and best_count >= 2 * at_zero + 1:
             shift = "earlier" if best > 0 else "later"
             why = (f"clock {_hours(-best)}: read {abs(best) / 3600:g} h {shift}, {best_count} of its "
