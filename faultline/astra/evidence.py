@@ -29,6 +29,7 @@ The check (ASTRA §4.2's sourcing-fidelity test, in our own form):
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -71,7 +72,13 @@ def _contains(haystack: list[str], needle: list[str]) -> bool:
 
 def foreign_identifiers(text: str, source: str) -> set[str]:
     """Identifiers in `text` that never occur in `source` (the fabricated-detail signal)."""
-    return lexical.identifiers(text) - lexical.identifiers(source) - set(lexical.words(source))
+    return lexical.identifiers(text) - _vocabulary(source)
+
+
+@lru_cache(maxsize=32)
+def _vocabulary(source: str) -> frozenset[str]:
+    # every claim of an agent is checked against that agent's whole output, twice: tokenise it once
+    return frozenset(lexical.identifiers(source)) | frozenset(lexical.words(source))
 
 
 def _keywords(claim_text: str) -> dict[str, float]:
