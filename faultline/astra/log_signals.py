@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections import Counter, defaultdict
+import threading
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import PurePath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from faultline.astra.flap_rule import flap_runs
@@ -50,7 +51,41 @@ ECHO_SHARE = 0.25  # what a label's score keeps when the entry that `explains` i
 RECURRENT = 2
 QUOTES_PER_SIGNAL = 3
 _FIRED_CACHE: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}  # (incident, its scope) -> signal keys
-_SCORE_CACHE: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[dict[str, float], list]] = {}
+SCORES_KEPT = 256  # incidents' scores kept for their later rounds; a night's backlog is far larger
+
+
+class _Recent:
+    """The `size` most recently used entries of a mapping, safe to share between worker threads."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._data: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+            return self._data.get(key)
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self._size:
+                self._data.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+# (incident, its scope, its history) -> (scores, hits): a unit's rounds ask again; bounded, so a night of
+# thousands of incidents does not keep every incident's hits and quoted lines until the process ends
+_SCORE_CACHE = _Recent(SCORES_KEPT)
 
 # incidents resolved before this one; their logs are whatever their own scope reads (their corpus folder's
 # lines, or the archive's lines by device and time)
@@ -271,9 +306,11 @@ def score_incident(conn: duckdb.DuckDBPyConnection, settings: Settings, incident
     history = tuple(r[0] for r in conn.sql(_HISTORY_SQL, params=[incident.incident_id, incident.opened_at,
                                                                  incident.opened_at]).fetchall())
     key = (incident.incident_id, _scope_key(scope), history)
-    if key not in _SCORE_CACHE:
-        _SCORE_CACHE[key] = _score(conn, settings, incident, scope)
-    scores, hits = _SCORE_CACHE[key]
+    cached = _SCORE_CACHE.get(key)
+    if cached is None:
+        cached = _score(conn, settings, incident, scope)
+        _SCORE_CACHE.put(key, cached)
+    scores, hits = cached
     return dict(scores), list(hits)
 
 
