@@ -26,6 +26,7 @@ from faultline.config import Settings
 from faultline.errors import FaultlineError
 from faultline.nightly.backlog import BacklogItem, Method, NetworkBackend
 from faultline.nightly.corpus import ingest_corpus
+from faultline.nightly.docs_service import shared_docs_server
 from faultline.nightly.night import Harvest, Night
 from faultline.nightly.summary import Analysis, markdown
 from faultline.nightly.workspace import UnitResult, freeze, thaw
@@ -94,15 +95,16 @@ def analyse_backlog(items: list[BacklogItem], settings: Settings, analyst: str, 
                                   retry_delay_seconds=settings.nightly_probe_retry_delay_s)
     sql = {"retries": settings.nightly_sql_retries, "retry_delay_seconds": settings.nightly_sql_retry_delay_s}
     started = time.perf_counter()
-    analysis = _phase(night, "analyse", items, lambda frozen: [
-        *_fan_out(astra, "astra", items, settings=settings, run_id=run_id, analyst=analyst, max_rounds=max_rounds,
-                  frozen=frozen),
-        *_fan_out(sade, "sade", items, settings=settings, run_id=run_id, network_backend=network_backend,
-                  llm_model=llm_model, frozen=frozen)], Analysis())
-    middle = time.perf_counter()
-    analysis = _phase(night, "verdict", items, lambda frozen: _fan_out(
-        verdict_task.with_options(**sql), "verdict", items, settings=settings, analyst=analyst,
-        network_backend=network_backend, run_id=run_id, frozen=frozen), analysis)
+    with shared_docs_server(settings) as shared:  # the units' settings: one docs server for the run
+        analysis = _phase(night, "analyse", items, lambda frozen: [
+            *_fan_out(astra, "astra", items, settings=shared, run_id=run_id, analyst=analyst,
+                      max_rounds=max_rounds, frozen=frozen),
+            *_fan_out(sade, "sade", items, settings=shared, run_id=run_id, network_backend=network_backend,
+                      llm_model=llm_model, frozen=frozen)], Analysis())
+        middle = time.perf_counter()
+        analysis = _phase(night, "verdict", items, lambda frozen: _fan_out(
+            verdict_task.with_options(**sql), "verdict", items, settings=shared, analyst=analyst,
+            network_backend=network_backend, run_id=run_id, frozen=frozen), analysis)
     analysis.stage_seconds = {"analyse": middle - started, "verdict": time.perf_counter() - middle}
     return analysis
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,67 @@ def test_missing_index_is_a_tool_error_not_a_crash(settings):
 
     result = _session(settings, body)
     assert result.is_error and "faultline index" in result.content[0].text
+
+
+def test_a_runs_shared_server_answers_over_http_and_is_gone_after_the_run(docs_index):
+    import socket
+
+    from faultline.astra.docs_client import shared_docs_client
+    from faultline.nightly.docs_service import shared_docs_server
+
+    with shared_docs_server(docs_index) as shared:
+        url = shared.docs_mcp_url
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        hits = shared_docs_client(shared).search("BGP Hold Timer Expired notifications", 3)
+    assert url.startswith("http://127.0.0.1:") and docs_index.docs_mcp_url == ""
+    assert hits[0]["title"] == "NOC runbook > BGP > Session flapping"
+    with pytest.raises(OSError):  # stopped with the run: nothing listens there any more
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+def test_settings_that_name_a_server_or_a_cluster_are_left_alone(settings):
+    from faultline.nightly.docs_service import shared_docs_server
+
+    named = settings.model_copy(update={"docs_mcp_url": "http://docs.example:9000/mcp"})
+    cluster = settings.model_copy(update={"nightly_task_runner": "cluster", "nightly_dask_address": "tcp://x:1"})
+    for given in (named, cluster):
+        with shared_docs_server(given) as shared:
+            assert shared is given
+
+
+def test_a_runs_server_stops_when_the_process_that_started_it_is_killed(docs_index, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    script = ("import sys, time\n"
+              "from faultline.config import Settings\n"
+              "from faultline.nightly.docs_service import shared_docs_server\n"
+              f"settings = Settings(duckdb_path={str(docs_index.duckdb_path)!r}, lancedb_dir={str(docs_index.lancedb_dir)!r})\n"
+              "with shared_docs_server(settings) as shared:\n"
+              "    print(shared.docs_mcp_url, flush=True)\n"
+              "    time.sleep(600)\n")
+    flow = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        url = flow.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        servers = subprocess.run(["pgrep", "-f", "--", f"--http {port} "], capture_output=True, text=True,
+                                 check=False).stdout.split()
+        assert len(servers) == 1
+    finally:
+        os.kill(flow.pid, signal.SIGKILL)  # a crash: no `finally` runs in the flow
+        flow.wait()
+    stat = Path(f"/proc/{servers[0]}/stat")
+
+    def running() -> bool:
+        try:
+            return stat.read_text().split()[2] != "Z"
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and running():
+        time.sleep(0.5)
+    assert not running()

@@ -23,16 +23,22 @@ if TYPE_CHECKING:
 CALL_TIMEOUT_S = 180.0  # the first search waits for the server to load MiniLM on a busy machine
 
 
+def server_command(settings: Settings) -> tuple[list[str], dict[str, str]]:
+    """The arguments (after the interpreter) and environment of a `faultline mcp docs` server for these
+    settings' index (stdio; add ``--http PORT`` for streamable HTTP)."""
+    env = {**os.environ, "FAULTLINE_EMBEDDING_MODEL": settings.embedding_model,
+           "FAULTLINE_HYBRID_VECTOR_WEIGHT": str(settings.hybrid_vector_weight)}
+    return ["-m", "faultline.cli.main", "--db", str(settings.duckdb_path), "--lancedb", str(settings.lancedb_dir),
+            "mcp", "docs"], env
+
+
 def _server_target(settings: Settings) -> Any:
     from mcp import StdioServerParameters
 
     if settings.docs_mcp_url:
         return settings.docs_mcp_url
-    env = {**os.environ, "FAULTLINE_EMBEDDING_MODEL": settings.embedding_model,
-           "FAULTLINE_HYBRID_VECTOR_WEIGHT": str(settings.hybrid_vector_weight)}
-    return StdioServerParameters(command=sys.executable, env=env, args=[
-        "-m", "faultline.cli.main", "--db", str(settings.duckdb_path), "--lancedb", str(settings.lancedb_dir),
-        "mcp", "docs"])
+    args, env = server_command(settings)
+    return StdioServerParameters(command=sys.executable, env=env, args=args)
 
 
 class DocsClient:
@@ -122,3 +128,12 @@ def shared_docs_client(settings: Settings) -> DocsClient:
             client = _SHARED[key] = DocsClient(settings)
             atexit.register(client.close)
         return client
+
+
+def close_shared(url: str) -> None:
+    """Close this process's shared sessions with the server at `url` (a server about to stop)."""
+    with _SHARED_LOCK:
+        stale = [key for key in _SHARED if key[1] == url]
+        clients = [_SHARED.pop(key) for key in stale]
+    for client in clients:
+        client.close()

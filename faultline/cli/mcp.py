@@ -57,8 +57,10 @@ def docs_command(
     http: Optional[int] = typer.Option(None, "--http", help="Serve streamable HTTP on this port (path /mcp) "
                                        "instead of stdio."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on with --http."),
+    exit_with_parent: bool = typer.Option(False, "--exit-with-parent", help="Stop when the process that started "
+                                          "this one ends, however it ends (a run's own server)."),
 ) -> None:
     """search_docs and fetch_doc over the doc-chunk index (build it with `faultline index`)."""
     from faultline.mcp import docs_server
 
-    docs_server.serve(ctx.obj, http_port=http, host=host)
+    docs_server.serve(ctx.obj, http_port=http, host=host, exit_with_parent=exit_with_parent)

@@ -111,8 +111,27 @@ def build_docs_server(settings: Settings) -> Any:
     return server
 
 
-def serve(settings: Settings, *, http_port: int | None = None, host: str = "127.0.0.1") -> None:
-    """Serve until the client disconnects (stdio) or the process is stopped (streamable HTTP at /mcp)."""
+def _exit_with_parent() -> None:
+    import os
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:  # an orphan is handed to another process
+            time.sleep(1.0)
+        os._exit(0)  # nothing to flush: the server only reads
+
+    threading.Thread(target=watch, name="faultline-docs-parent", daemon=True).start()
+
+
+def serve(settings: Settings, *, http_port: int | None = None, host: str = "127.0.0.1",
+          exit_with_parent: bool = False) -> None:
+    """Serve until the client disconnects (stdio) or the process is stopped (streamable HTTP at /mcp); with
+    `exit_with_parent`, also once the parent process is gone (a killed nightly leaves no server behind)."""
+    if exit_with_parent:
+        _exit_with_parent()
     server = build_docs_server(settings)
     if http_port is None:
         server.run("stdio")

@@ -1,0 +1,91 @@
+"""One docs MCP server for a whole nightly run, shared by every unit on this machine.
+
+Without it every process that analyses incidents spawns its own `faultline mcp docs` over stdio, which
+loads the embedding model again (about a gigabyte and ten CPU-seconds per worker process) and lives until
+that process exits. `shared_docs_server` starts one server over streamable HTTP on 127.0.0.1 for the run,
+hands the units settings that point at it (`docs_mcp_url`), and stops it when the run's analysis ends (the
+server also stops by itself once the flow's process is gone, so a killed run leaves none behind). The
+server reads only the LanceDB doc index, never the warehouse, so it runs beside the flow that writes it.
+
+Not for the `cluster` runner (its workers may sit on other machines and reach no loopback address) nor when
+`docs_mcp_url` is already set: those settings go to the units unchanged. A server that does not come up is
+not fatal: the units then spawn their own, as before, and the reason is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from faultline.config import Settings
+
+START_TIMEOUT_S = 180.0  # the server listens once it has loaded the embedding model; slow on a busy machine
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def shared_docs_server(settings: Settings) -> Iterator[Settings]:
+    """`settings` with `docs_mcp_url` pointing at a server started for the block (see the module docstring)."""
+    if settings.docs_mcp_url or settings.nightly_task_runner == "cluster":
+        yield settings
+        return
+    from faultline.astra.docs_client import close_shared, server_command
+
+    args, env = server_command(settings)
+    with tempfile.TemporaryFile() as errors:
+        port = _free_port()
+        server = subprocess.Popen([sys.executable, *args, "--http", str(port), "--exit-with-parent"], env=env, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True)
+        try:
+            problem = _wait_listening(server, port)
+            if problem:
+                errors.seek(0)
+                log.warning("the shared docs server did not start (%s); each worker starts its own. %s", problem,
+                            errors.read()[-2000:].decode(errors="replace"))
+                yield settings
+                return
+            url = f"http://127.0.0.1:{port}/mcp"
+            try:
+                yield settings.model_copy(update={"docs_mcp_url": url})
+            finally:
+                close_shared(url)
+        finally:
+            _stop(server)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_listening(server: subprocess.Popen, port: int) -> str | None:
+    """None once `port` accepts connections; else why not (the server exited, or the timeout passed)."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            return f"it exited with status {server.returncode}"
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return None
+        except OSError:
+            time.sleep(0.2)
+    return f"port {port} not listening after {START_TIMEOUT_S:.0f} s"
+
+
+def _stop(server: subprocess.Popen) -> None:
+    if server.poll() is None:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
