@@ -7,7 +7,9 @@ on each task runner asked for (`--runner threads|processes|cluster`, repeatable;
 scheduler and `--workers` workers with the dask command-line tools on localhost, as a cluster's machines
 would). Each run is a separate process; a sampler reads the resident memory of the flow's process and
 of every process the run starts (worker processes and the cluster's, the docs MCP servers, the temporary
-Prefect server) twice a second, and reports the flow's peak and the peak of all of them together.
+Prefect server) twice a second, and reports the flow's peak and the peak of all of them together, and
+the CPU seconds all of them used (`cores_busy`: CPU seconds over the run's wall time; on 2 cores, a
+runner at 1.9 has no idle core left for another to use).
 Figures are ratios within one run; the machine is shared and noisy.
 
     .venv/bin/python bench/nightly.py [--corpus DIR] [--replicas 1 --replicas 10] [--workers 2]
@@ -70,6 +72,7 @@ def _rewrite(path: Path, data: dict[str, Any]) -> None:
 _CHILD = """
 import json, resource, sys, time
 from pathlib import Path
+t_start = time.perf_counter()
 from faultline.offline import apply_offline_env
 apply_offline_env()
 from faultline.config import Settings
@@ -79,17 +82,21 @@ settings = Settings(duckdb_path=work / "fl.duckdb", lancedb_dir=work / "lancedb"
                     nightly_workers=workers, nightly_task_runner=runner, nightly_dask_address=address)
 t0 = time.perf_counter()
 summary = nightly_flow(corpus=corpus, settings=settings)
-print(json.dumps({"seconds": time.perf_counter() - t0, "summary": summary,
+print(json.dumps({"seconds": time.perf_counter() - t0, "summary": summary, "wall_s": time.perf_counter() - t_start,
+                  "flow_start_s": t0 - t_start,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
 class MemorySampler:
-    """Peak resident memory of some process trees, sampled every half second in a thread."""
+    """Peak resident memory of some process trees, and the CPU time of the "tree" group's processes,
+    sampled every half second in a thread (a process's last half second of CPU can be missed)."""
 
     def __init__(self) -> None:
         self.roots: dict[str, list[int]] = {}  # group name -> root pids
         self.peak: dict[str, float] = {}
+        self.series: list[tuple[float, float]] = []  # (monotonic time, flow RSS MB)
+        self.cpu: dict[int, float] = {}  # pid -> user + system seconds last seen, every process of "tree"
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -112,9 +119,15 @@ class MemorySampler:
                         root = psutil.Process(pid)
                         tree = [root, *root.children(recursive=True)] if group == "tree" else [root]
                         rss += sum(p.memory_info().rss for p in tree) / 2**20
+                        if group == "tree":
+                            for p in tree:
+                                times = p.cpu_times()
+                                self.cpu[p.pid] = times.user + times.system
                     except psutil.Error:
                         continue
                 self.peak[group] = max(self.peak.get(group, 0.0), rss)
+                if group == "flow":
+                    self.series.append((time.monotonic(), rss))
 
 
 def _cluster(workers: int, folder: Path, sampler: MemorySampler) -> tuple[str, list[subprocess.Popen]]:
@@ -143,6 +156,7 @@ def run_once(corpus: Path, workers: int, runner: str = "threads") -> dict[str, A
         try:
             child = subprocess.Popen([sys.executable, "-c", _CHILD, tmp, str(corpus), str(workers), runner, address],
                                      cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            spawned = time.monotonic()
             sampler.roots["flow"] = [child.pid]
             sampler.roots["tree"] = [child.pid, *(p.pid for p in cluster)]
             out, err = child.communicate()
@@ -159,15 +173,32 @@ def run_once(corpus: Path, workers: int, runner: str = "threads") -> dict[str, A
     stages = summary["stage_seconds"]
     total = result["seconds"]
     peak = {"flow": sampler.peak.get("flow", 0.0), "all": sampler.peak.get("tree", 0.0)}
+    by_stage = _peak_by_stage(sampler.series, spawned + result["flow_start_s"], stages)
     return {"runner": runner, "incidents": incidents, "units": len(summary["outcomes"]),
             "failures": len(summary["failures"]), "seconds": round(total, 1),
             "incidents_per_minute": round(60 * incidents / total, 2),
             "peak_rss_mb": round(result["peak_rss_mb"]),
             "peak_rss_sampled_mb": {k: round(v) for k, v in peak.items()},
+            "flow_peak_rss_by_stage_mb": by_stage,
+            "cpu_s": round(sum(sampler.cpu.values())),
+            "cores_busy": round(sum(sampler.cpu.values()) / result["wall_s"], 2),
             "stage_seconds": stages,
             "stage_share": {k: round(v / total, 3) for k, v in stages.items()},
             "per_method": summary and [{k: r[k] for k in ("method", "analysed", "seconds")}
                                        for r in _per_method(summary)]}
+
+
+def _peak_by_stage(series: list[tuple[float, float]], start: float, stages: dict[str, float]) -> dict[str, int]:
+    """The flow's peak RSS within each stage, the stages laid end to end from the flow's start in the order
+    they ran (Prefect's own set-up between them is a second or two, so a boundary is that approximate)."""
+    peaks: dict[str, int] = {}
+    for stage, seconds in stages.items():
+        end = start + seconds
+        inside = [rss for t, rss in series if start <= t < end]
+        if inside:
+            peaks[stage] = round(max(inside))
+        start = end
+    return peaks
 
 
 def _per_method(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -203,6 +234,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"backlog x{r['replicas']} on {r['runner']}: {r['incidents']} incidents ({r['units']} analyses, "
               f"{r['failures']} failed) in {r['seconds']} s = {r['incidents_per_minute']} incidents/min; peak RSS "
               f"flow {mem['flow']} MB, with every process it started {mem['all']} MB; "
+              f"flow peak by stage {r['flow_peak_rss_by_stage_mb']} MB; CPU {r['cpu_s']} s = {r['cores_busy']} cores busy on average; "
               f"time per stage: {shares}")
     by_key = {(r["replicas"], r["runner"]): r for r in runs}
     for (copies, runner), r in by_key.items():
