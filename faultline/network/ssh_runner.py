@@ -137,8 +137,10 @@ class SshRunner(Runner):
         self._thread.join(timeout=5)
 
     def __del__(self) -> None:  # a forgotten runner must not keep connections open
-        with contextlib.suppress(Exception):  # interpreter shutdown: the loop may be gone already
+        try:
             self.close()
+        except Exception:  # noqa: BLE001, S110 - at interpreter shutdown the loop (and module globals) may be gone
+            pass
 
     def _failed(self, device: str, namespace: str | None, local: list[str], problem: str, took: float
                 ) -> CommandResult:
