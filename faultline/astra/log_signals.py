@@ -75,9 +75,6 @@ class _Recent:
             while len(self._data) > self._size:
                 self._data.popitem(last=False)
 
-    def __len__(self) -> int:
-        return len(self._data)
-
     def clear(self) -> None:
         with self._lock:
             self._data.clear()

@@ -42,8 +42,9 @@ def shared_docs_server(settings: Settings) -> Iterator[Settings]:
     args, env = server_command(settings)
     with tempfile.TemporaryFile() as errors:
         port = _free_port()
-        server = subprocess.Popen([sys.executable, *args, "--http", str(port), "--exit-with-parent"], env=env, stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True)
+        server = subprocess.Popen([sys.executable, *args, "--http", str(port), "--exit-with-parent"], env=env,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
+                                  start_new_session=True)
         try:
             problem = _wait_listening(server, port)
             if problem:
