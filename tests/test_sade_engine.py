@@ -228,3 +228,28 @@ def test_unstable_devices_search_only_after_the_isolated_one() -> None:
         ["link_bandwidth_throttling"], ["pc_1_3"])
     searched = [st.note.split(" -> ")[0] for st in diag.steps if " -> skill " in st.note]
     assert searched and all(note.startswith("host_isolated") for note in searched)
+
+
+def test_a_resolver_that_never_answers_ends_the_canary_after_one_page() -> None:
+    folder = SAMPLE / "backlog/sample-backlog-013"  # dns_port_blocked: every lookup from the user times out
+    diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
+    assert diag.submission is not None
+    assert (diag.submission.v1.root_cause_name, diag.submission.v1.faulty_devices) == (
+        ["dns_port_blocked"], ["dns_pod0"])
+    pages = [st for st in diag.steps if st.tool == "http_get"]
+    # one page shows the silent resolver; five more would each wait out the same timeout on a live network
+    assert len(pages) == 1 and diag.probe_calls <= 10
+
+
+def test_a_static_blackhole_is_looked_for_on_a_network_that_runs_no_bgp() -> None:
+    folder = SAMPLE / "history/sample-history-024"  # host_static_blackhole on a RIP network
+    diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
+    assert diag.submission is not None
+    assert (diag.submission.v1.root_cause_name, diag.submission.v1.faulty_devices) == (
+        ["host_static_blackhole"], ["router_2"])
+    # the kernel's routes are read although the BGP skill's protocol checks do not apply; before, only the
+    # bottom-up deep scan found the route (45 probes)
+    assert any(st.tool == "ip_route" and st.args.get("dev") == "router_2" and "skill bgp" in st.note
+               for st in diag.steps)
+    assert diag.probe_calls <= 15
+    assert not any(st.tool == "vtysh_show" and "bgp" in st.args.get("command", "") for st in diag.steps)

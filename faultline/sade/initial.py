@@ -165,6 +165,14 @@ def _canary(s: Session, sym: Symptoms, src: Device | None = None, limit: int = M
                         sym.leads.append(dns.name)
             if src.name not in sym.leads:
                 sym.leads.append(src.name)
+            if _resolver_silent(rec):
+                break  # every further name from this user goes to the same silent resolver: nothing new to see
+
+
+def _resolver_silent(rec) -> bool:
+    """The request timed out before the name lookup finished: the user's resolver never answered (curl
+    reports no lookup time when it gave up while resolving)."""
+    return rec.status == "timeout" and not rec.time_namelookup_s and not rec.time_connect_s
 
 
 def _lookup_alone_slow(rec, base) -> bool:

@@ -72,10 +72,14 @@ def explains(matches: list[Match], leads: list[LeadSymptom], s: Session, tried: 
     return True
 
 
-def _applies(s: Session, family: str) -> bool:
+PROTOCOL_FREE_CHECKS = {"kernel_routes"}  # a static blackhole is in the kernel whatever routing protocol runs
+
+
+def _applies(s: Session, family: str, check: str = "") -> bool:
     """SADE's phase-B rule: the OSPF skill on OSPF networks, the BGP skill on BGP networks (once a router's
-    configuration has been seen; before that, both apply)."""
-    if family not in ("ospf", "bgp"):
+    configuration has been seen; before that, both apply). A check that reads no protocol's state (the
+    kernel's routes) applies on every network."""
+    if family not in ("ospf", "bgp") or check in PROTOCOL_FREE_CHECKS:
         return True
     configs = [st for st in s.steps if st.tool == "vtysh_show" and st.args.get("command") == "show running-config"]
     if not configs:
@@ -125,9 +129,10 @@ def _family_steps(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles
         if family in started:
             continue
         started.add(family)
-        if not _applies(s, family):
+        probes = [p for p in skill(family).probes if _applies(s, family, p.check)]
+        if not probes:
             continue
-        for probe in skill(family).probes:
+        for probe in probes:
             if (probe.on in FAR_TARGETS) != far:
                 continue
             for device in targets(s, probe.on, lead):
