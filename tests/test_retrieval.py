@@ -205,3 +205,68 @@ def test_cli_index_and_search(conn, settings, run_cli, capsys, embedder):
     run_cli("search", "docs", "bgp hold time", "--mode", "text")
     assert "bgp-1" in capsys.readouterr().out
     run_cli("search", "tickets", "x", "--mode", "fuzzy", expect_exit=2)
+
+
+# Every query-syntax character of the search engines (Lance/Tantivy, Lucene): quotes, field prefixes,
+# boolean words and operators, wildcards, fuzzy/boost marks, escapes, grouping and ranges.
+HOSTILE = ('title:"bgp" AND (neighbour OR hold) NOT +timer -expired~2 ^flapping* ? : \\ / [ ] { } < > ! '
+           '&& || "unterminated')
+QUOTED = '"bgp neighbour" title:(hold OR timer) "expired"'  # whole text quoted: Lance's string form reads a phrase
+SYNTAX = '"():+-~^*?\\/[]{}<>!&|'
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.translate({ord(c): " " for c in SYNTAX}).split())
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("text", [HOSTILE, QUOTED])
+def test_query_syntax_in_text_is_searched_as_plain_words(indexed, settings, embedder, mode, text):
+    plain = _plain(text)
+    assert plain in ("title bgp AND neighbour OR hold NOT timer expired 2 flapping unterminated",
+                     "bgp neighbour title hold OR timer expired")
+    for kind in ("tickets", "docs"):
+        hostile = search(settings, kind, text, k=5, mode=mode, embedder=embedder)
+        words = search(settings, kind, plain, k=5, mode=mode, embedder=embedder)
+        assert hostile and hostile[0].id == words[0].id == ("NET-1" if kind == "tickets" else "bgp-1")
+        if mode == "text":  # the same terms: the same rows with the same BM25 scores
+            assert [(h.id, round(h.score, 5)) for h in hostile] == [(h.id, round(h.score, 5)) for h in words]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_quoted_phrase_in_a_ticket_is_not_a_phrase_query(indexed, settings, embedder, mode):
+    # a real JIRA summary; a quoted word needs term positions the index is built without
+    summary = '"hold" is misspelled as "hodl" in the BGP timers doc'
+    hits = search(settings, "tickets", summary, k=3, mode=mode, embedder=embedder,
+                  where="created_at < timestamp '2021-01-01 00:00:00'")
+    assert hits[0].id == "NET-1"
+    assert search(settings, "docs", '"hold timer"', k=1, mode=mode, embedder=embedder)[0].id == "bgp-1"
+
+
+def test_a_failed_search_is_not_blamed_on_a_valid_filter(indexed, settings, embedder, monkeypatch):
+    from lancedb.query import PhraseQuery
+
+    from faultline.retrieval import search as search_mod
+
+    monkeypatch.setattr(search_mod, "text_query", lambda text: PhraseQuery(text, "text"))  # needs positions
+    with pytest.raises(FaultlineError) as err:
+        search(settings, "tickets", "hold timer", k=3, mode="text", embedder=embedder, where="status = 'Open'")
+    assert "filter" not in err.value.message and "full-text search" in err.value.message
+    assert "position" in err.value.message and "faultline index" in (err.value.fix or "")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cli_search_takes_hostile_text(indexed, settings, run_cli, capsys, mode):
+    indexed.close()  # the CLI opens the warehouse itself
+    run_cli("search", "tickets", HOSTILE, "--mode", mode, "--k", "3", "--json")
+    assert json.loads(capsys.readouterr().out)[0]["id"] == "NET-1"
+    run_cli("search", "docs", '"hold" AND title:timers', "--mode", mode, "--json")
+    assert json.loads(capsys.readouterr().out)[0]["id"] == "bgp-1"
+
+
+def test_docs_server_search_takes_hostile_text(indexed, settings, embedder):
+    from faultline.mcp.docs_server import DocsIndex
+
+    index = DocsIndex.__new__(DocsIndex)  # the server's search without loading a second model
+    index.settings, index.embedder = settings, embedder
+    assert index.search(HOSTILE, 2).hits[0].chunk_id == "bgp-1"

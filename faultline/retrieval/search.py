@@ -2,6 +2,10 @@
 
 Filters (``where``) are SQL predicates evaluated by Lance (DataFusion dialect) *before* the
 search picks its candidates, so ``k`` hits come back whenever ``k`` rows pass the filter.
+
+Query text is data, never query syntax: the full-text side hands it to Lance as a ``MatchQuery``
+(terms run through the index's tokenizer, ORed), so quotes, ``field:`` prefixes, AND/OR/NOT and
+operator characters in a ticket are searched as the words they contain.
 """
 
 from __future__ import annotations
@@ -47,17 +51,28 @@ class Hit:
     created_at: datetime | None
 
 
+class MissingIndexError(FaultlineError):
+    """The search index of a kind is absent or empty: a source an analysis can do without."""
+
+
 def _open_table(settings: Settings, kind: Kind) -> Any:
     name = TABLE_NAMES[kind]
     fix = (f"run `faultline ingest {kind} FILE...` to load {kind} into the warehouse, "
            "then `faultline index` to build the search index")
     db = open_lancedb(settings) if settings.lancedb_dir.is_dir() else None
     if db is None or name not in db.list_tables().tables:
-        raise FaultlineError(f"there is no {kind} search index in {settings.lancedb_dir}", fix=fix)
+        raise MissingIndexError(f"there is no {kind} search index in {settings.lancedb_dir}", fix=fix)
     table = db.open_table(name)
     if table.count_rows() == 0:
-        raise FaultlineError(f"the {kind} search index in {settings.lancedb_dir} is empty", fix=fix)
+        raise MissingIndexError(f"the {kind} search index in {settings.lancedb_dir} is empty", fix=fix)
     return table
+
+
+def text_query(text: str) -> Any:
+    """The full-text query for ``text`` as plain terms: no phrase, field, boolean or operator syntax."""
+    from lancedb.query import MatchQuery
+
+    return MatchQuery(text, "text")
 
 
 def query_vector(embedder: Embedder, query: str) -> Any:
@@ -65,19 +80,33 @@ def query_vector(embedder: Embedder, query: str) -> Any:
     return embedder.embed([truncate(clean_markup(query, max_frames=3), EMBED_CHARS)])[0]
 
 
-def _run(builder: Any, where: str | None, limit: int, columns: list[str]) -> list[dict[str, Any]]:
+def _filter_error(table: Any, where: str) -> str | None:
+    """Why Lance rejects ``where`` on its own (no query around it), or None when it accepts it."""
+    try:
+        table.search().where(where).limit(1).select(["id"]).to_arrow()
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _run(table: Any, builder: Any, where: str | None, limit: int, columns: list[str], mode: str) -> list[dict[str, Any]]:
     if where:
         builder = builder.where(where, prefilter=True)
     try:
         return builder.limit(limit).select(columns).to_arrow().to_pylist()
     except ValueError as exc:
-        if where:
+        # blame the filter only when the filter alone fails: a query can fail for reasons of its own
+        rejected = _filter_error(table, where) if where else None
+        if rejected is not None:
             raise FaultlineError(
-                f"the search filter {where!r} was rejected: {exc}",
+                f"the search filter {where!r} was rejected: {rejected}",
                 fix="write a SQL predicate over the index columns, e.g. "
                 "\"status = 'Closed' AND created_at < timestamp '2012-01-01 00:00:00'\"",
             ) from exc
-        raise
+        raise FaultlineError(
+            f"the {mode} search of the index failed: {exc}",
+            fix="rebuild the search index with `faultline index`; if it persists, report it with the query text",
+        ) from exc
 
 
 def _fuse_rrf(vec: list[dict], txt: list[dict], w: float) -> dict[str, float]:
@@ -123,7 +152,8 @@ def search(
       ``settings.index_ann_min_rows`` rows; above it the ANN index picks the candidates and their
       scores are still exact cosine (``faultline.retrieval.ann``), the filter still applied first.
     * ``text``: BM25 score of Lance's native full-text index on the row text (English
-      stemming and stop words; query terms ORed). Unbounded; comparable within one query only.
+      stemming and stop words; query terms ORed; the query is plain terms, never syntax). Unbounded;
+      comparable within one query only.
     * ``hybrid``: both rankings (``FUSION_DEPTH`` candidates each) fused. The default
       ``fusion="score"`` is a convex combination of min-max normalised scores,
       ``w * norm(vector) + (1 - w) * norm(text)``, normalised over each mode's candidates
@@ -144,7 +174,8 @@ def search(
     accepted); a bare string such as ``created_at < '2012-01-01'`` is rejected by Lance.
     Strings use single quotes: ``status = 'Closed' AND id != 'ZOOKEEPER-1'``.
 
-    Raises ``FaultlineError`` when the index is missing or empty, or the filter is invalid.
+    Raises ``MissingIndexError`` when the index is missing or empty, ``FaultlineError`` when the filter
+    is invalid (only then is the filter named) or the search itself fails.
     """
     if mode not in MODES:
         raise FaultlineError(f"unknown search mode {mode!r}", fix="use vector, text or hybrid")
@@ -168,14 +199,14 @@ def search(
         builder = table.search(query_vector(embedder, query), query_type="vector",
                                vector_column_name=ann.VECTOR_COLUMN).distance_type("cosine")
         builder = ann.tune(builder, settings)
-        vec = _run(builder, where, depth, columns + ["_distance"])
+        vec = _run(table, builder, where, depth, columns + ["_distance"], "vector")
         for hit in vec:
             hit["_vscore"] = 1.0 - float(hit["_distance"])
     if mode in ("text", "hybrid"):
         terms = truncate(clean_markup(query), QUERY_FTS_CHARS)
         if terms:
-            builder = table.search(terms, query_type="fts", fts_columns="text")
-            txt = _run(builder, where, depth, columns + ["_score"])
+            builder = table.search(text_query(terms), query_type="fts")
+            txt = _run(table, builder, where, depth, columns + ["_score"], "full-text")
 
     rows = {h["id"]: h for h in txt}
     rows.update({h["id"]: {**rows.get(h["id"], {}), **h} for h in vec})
