@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -182,6 +182,12 @@ class Settings(BaseSettings):
     docs_mcp_url: str = Field(
         "", description="URL of a docs MCP server (streamable HTTP) for the DomainKnowledgeAgent; empty "
         "spawns `faultline mcp docs` over stdio."
+    )
+    mcp_token: SecretStr = Field(
+        SecretStr(""), description="Bearer token Faultline's MCP servers over HTTP (`faultline mcp docs|lab --http`) "
+        "require and its MCP clients send (docs_mcp_url, `--backend mcp --url`). Empty: a server on a loopback "
+        "address needs none and one on any other address refuses to start; the nightly's own docs server then "
+        "uses a random token made for the run."
     )
 
     # --- log scope: which lines of the log archive belong to a ticket (faultline/scope) ---

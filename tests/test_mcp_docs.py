@@ -38,7 +38,7 @@ def test_search_and_fetch_over_a_real_session(docs_index):
         found = await client.call_tool("search_docs", {"query": "BGP Hold Timer Expired notifications", "k": 3})
         first = found.structured_content["hits"][0]
         fetched = await client.call_tool("fetch_doc", {"chunk_id": first["chunk_id"]})
-        missing = await client.call_tool("fetch_doc", {"chunk_id": "no-such-chunk"})
+        missing = await client.call_tool("fetch_doc", {"chunk_id": "0" * 32})
         return tools, found.structured_content, fetched.structured_content, missing
 
     tools, found, chunk, missing = _session(docs_index, body)
@@ -49,6 +49,25 @@ def test_search_and_fetch_over_a_real_session(docs_index):
     assert chunk["chunk_id"] == found["hits"][0]["chunk_id"] and "Hold Timer Expired" in chunk["text"]
     assert chunk["doc_id"].endswith("noc-runbook.md")
     assert missing.is_error and "no documentation section" in missing.content[0].text
+
+
+def test_fetch_reads_no_file_a_caller_names(docs_index, tmp_path):
+    """Paths, traversal, a symlink to a secret and filter syntax are refused as chunk ids; nothing is read."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-CANARY\n")
+    (docs_index.lancedb_dir / "link").symlink_to(secret)
+    hostile = [str(secret), "../../../../etc/passwd", "..%2f..%2fetc%2fpasswd", "docs/../../secret.txt",
+               str(docs_index.lancedb_dir / "link"), "link", "file:///etc/passwd", "' OR id != '", "x' OR '1'='1",
+               "0" * 31 + "/", "A" * 32, "0" * 32 + "\n../x", "0" * 32 + "\x00", "0" * 33, ""]
+
+    async def body(client):
+        return [await client.call_tool("fetch_doc", {"chunk_id": chunk_id}) for chunk_id in hostile]
+
+    for chunk_id, result in zip(hostile, _session(docs_index, body)):
+        text = result.content[0].text
+        assert result.is_error, chunk_id
+        assert "is not a chunk_id" in text and "never a file path" in text, (chunk_id, text)
+        assert "CANARY" not in text and "root:" not in text
 
 
 def test_missing_index_is_a_tool_error_not_a_crash(settings):
@@ -65,10 +84,15 @@ def test_a_runs_shared_server_answers_over_http_and_is_gone_after_the_run(docs_i
     from faultline.astra.docs_client import shared_docs_client
     from faultline.nightly.docs_service import shared_docs_server
 
+    from tests.test_mcp_http_auth import post
+
     with shared_docs_server(docs_index) as shared:
         url = shared.docs_mcp_url
         port = int(url.rsplit(":", 1)[1].split("/")[0])
         hits = shared_docs_client(shared).search("BGP Hold Timer Expired notifications", 3)
+        token = shared.mcp_token.get_secret_value()
+        # a token made for the run: another local user reaching the port gets nothing
+        assert len(token) >= 32 and post(port, None) == 401 and post(port, "Bearer guess") == 401
     assert url.startswith("http://127.0.0.1:") and docs_index.docs_mcp_url == ""
     assert hits[0]["title"] == "NOC runbook > BGP > Session flapping"
     with pytest.raises(OSError):  # stopped with the run: nothing listens there any more

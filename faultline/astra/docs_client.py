@@ -36,7 +36,9 @@ def _server_target(settings: Settings) -> Any:
     from mcp import StdioServerParameters
 
     if settings.docs_mcp_url:
-        return settings.docs_mcp_url
+        from faultline.mcp.http_auth import client_target
+
+        return client_target(settings.docs_mcp_url, settings.mcp_token.get_secret_value())
     args, env = server_command(settings)
     return StdioServerParameters(command=sys.executable, env=env, args=args)
 

@@ -24,14 +24,19 @@ def lab_command(
                                                   "JSON file instead of the warehouse."),
     http: Optional[int] = typer.Option(None, "--http", help="Serve streamable HTTP on this port (path /mcp) "
                                        "instead of stdio."),
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on with --http."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on with --http; another than a loopback "
+                             "address needs the mcp_token setting (FAULTLINE_MCP_TOKEN)."),
 ) -> None:
     """NIKA's v1 agent tools (reachability, exec_shell, frr_*, submit, ...) over the lab or a snapshot."""
     from faultline.errors import FaultlineError
     from faultline.mcp import lab_server
+    from faultline.mcp.http_auth import check_bind
     from faultline.network import snapshot as snap
     from faultline.sade.backend import Backend, lab_backend, ssh_backend
 
+    token = ctx.obj.mcp_token.get_secret_value()
+    if http is not None:
+        check_bind(host, token)  # before a lab or snapshot is opened
     if sum((snapshot is not None, lab, inventory is not None)) > 1:
         raise FaultlineError("--snapshot, --lab and --inventory exclude each other", fix="pick one network to serve")
     if inventory is not None:
@@ -48,7 +53,7 @@ def lab_command(
         raise FaultlineError("submissions need an incident id or an output file",
                              fix="pass --incident ID or --submission-out FILE")
     session = lab_server.open_session(backend, incident_id=incident, out_file=submission_out, settings=ctx.obj)
-    lab_server.serve(session, http_port=http, host=host)
+    lab_server.serve(session, http_port=http, host=host, token=token)
 
 
 @app.command("docs")
@@ -56,7 +61,8 @@ def docs_command(
     ctx: typer.Context,
     http: Optional[int] = typer.Option(None, "--http", help="Serve streamable HTTP on this port (path /mcp) "
                                        "instead of stdio."),
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on with --http."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on with --http; another than a loopback "
+                             "address needs the mcp_token setting (FAULTLINE_MCP_TOKEN)."),
     exit_with_parent: bool = typer.Option(False, "--exit-with-parent", help="Stop when the process that started "
                                           "this one ends, however it ends (a run's own server)."),
 ) -> None:

@@ -26,7 +26,7 @@ def _backend(ctx: typer.Context, incident: str, backend: str, url: Optional[str]
 
         if not url:
             raise FaultlineError("--backend mcp needs --url", fix="pass --url http://host:port/mcp or a command")
-        return mcp_backend(url), incident
+        return mcp_backend(url, token=ctx.obj.mcp_token.get_secret_value()), incident
     path = Path(incident)
     if path.is_dir():
         path = path / "snapshot.json.gz"

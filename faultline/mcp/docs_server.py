@@ -6,11 +6,16 @@ the server runs beside a process that holds the DuckDB file open for writing):
 * ``search_docs(query, k)``: hybrid (vector + full-text) search, best first, with snippets;
 * ``fetch_doc(chunk_id)``: one chunk's full text and section title.
 
+Neither tool opens a file: both read rows of the index. A chunk id is the 32 hexadecimal characters
+`search_docs` returns (a digest of the section, see `faultline.ingest.doc_ingest`); anything else (a path,
+``../``, a filter expression) is refused before the index is asked, so a caller cannot name what it reads.
+
 ASTRA's DomainKnowledgeAgent spawns it over stdio; ``--http PORT`` serves streamable HTTP.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
@@ -21,6 +26,7 @@ if TYPE_CHECKING:
 INSTRUCTIONS = ("Documentation of the network (FRR manuals, error catalogue, runbooks), split into sections. "
                 "search_docs finds sections for a question or an error message; fetch_doc returns a section.")
 MAX_K = 20
+CHUNK_ID = re.compile(r"[0-9a-f]{32}")
 
 
 class DocHit(BaseModel):
@@ -68,11 +74,15 @@ class DocsIndex:
                                                  snippet=h.snippet) for h in hits])
 
     def fetch(self, chunk_id: str) -> DocChunk | None:
+        """The section `chunk_id` names, or None when the index has none; ValueError for a malformed id."""
         from faultline.retrieval.search import _open_table
 
+        if not CHUNK_ID.fullmatch(chunk_id):
+            raise ValueError(f"{chunk_id[:80]!r} is not a chunk_id: fetch_doc takes the 32 hexadecimal characters "
+                             "search_docs returns, never a file path")
         table = _open_table(self.settings, "docs")
-        literal = chunk_id.replace("'", "''")
-        rows = table.search().where(f"id = '{literal}'").select(["id", "doc_id", "title", "text"]).limit(1)
+        # the id is 32 hex digits (checked above), so it cannot end the quoted literal
+        rows = table.search().where(f"id = '{chunk_id}'").select(["id", "doc_id", "title", "text"]).limit(1)
         found = rows.to_arrow().to_pylist()
         if not found:
             return None
@@ -98,12 +108,15 @@ def build_docs_server(settings: Settings) -> Any:
         except FaultlineError as exc:
             raise ToolError(f"{exc.message} ({exc.fix})") from exc
 
-    @server.tool(description="Fetch one documentation section by the chunk_id search_docs returned.")
+    @server.tool(description="Fetch one documentation section by the chunk_id search_docs returned (32 hexadecimal "
+                             "characters; sections are rows of the index, never files).")
     def fetch_doc(chunk_id: str) -> DocChunk:
         try:
             chunk = index.fetch(chunk_id)
         except FaultlineError as exc:
             raise ToolError(f"{exc.message} ({exc.fix})") from exc
+        except ValueError as exc:
+            raise ToolError(str(exc)) from exc
         if chunk is None:
             raise ToolError(f"no documentation section {chunk_id!r}; use a chunk_id from search_docs")
         return chunk
@@ -128,12 +141,18 @@ def _exit_with_parent() -> None:
 
 def serve(settings: Settings, *, http_port: int | None = None, host: str = "127.0.0.1",
           exit_with_parent: bool = False) -> None:
-    """Serve until the client disconnects (stdio) or the process is stopped (streamable HTTP at /mcp); with
-    `exit_with_parent`, also once the parent process is gone (a killed nightly leaves no server behind)."""
+    """Serve until the client disconnects (stdio) or the process is stopped (streamable HTTP at /mcp, behind
+    `settings.mcp_token`: see `faultline.mcp.http_auth`); with `exit_with_parent`, also once the parent process
+    is gone (a killed nightly leaves no server behind)."""
+    from faultline.mcp import http_auth
+
+    token = settings.mcp_token.get_secret_value()
+    if http_port is not None:
+        http_auth.check_bind(host, token)  # before the embedding model loads: a refusal comes at once
     if exit_with_parent:
         _exit_with_parent()
     server = build_docs_server(settings)
     if http_port is None:
         server.run("stdio")
     else:
-        server.run("streamable-http", host=host, port=http_port)
+        http_auth.serve_http(server, host=host, port=http_port, token=token)

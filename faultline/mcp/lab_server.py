@@ -187,10 +187,13 @@ def open_session(backend: Backend, *, incident_id: str | None, out_file: Path | 
                       sink=SubmissionTarget(out_file=out_file, settings=settings))
 
 
-def serve(session: LabSession, *, http_port: int | None = None, host: str = "127.0.0.1") -> None:
-    """Serve until the client disconnects (stdio) or the process is stopped (streamable HTTP at /mcp)."""
+def serve(session: LabSession, *, http_port: int | None = None, host: str = "127.0.0.1", token: str = "") -> None:
+    """Serve until the client disconnects (stdio) or the process is stopped (streamable HTTP at /mcp, requests
+    without `token` refused when one is given: see `faultline.mcp.http_auth`)."""
+    from faultline.mcp import http_auth
+
     server = build_server(session)
     if http_port is None:
         server.run("stdio")
     else:
-        server.run("streamable-http", host=host, port=http_port)
+        http_auth.serve_http(server, host=host, port=http_port, token=token)

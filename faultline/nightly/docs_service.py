@@ -3,7 +3,8 @@
 Without it every process that analyses incidents spawns its own `faultline mcp docs` over stdio, which
 loads the embedding model again (about a gigabyte and ten CPU-seconds per worker process) and lives until
 that process exits. `shared_docs_server` starts one server over streamable HTTP on 127.0.0.1 for the run,
-hands the units settings that point at it (`docs_mcp_url`), and stops it when the run's analysis ends (the
+hands the units settings that point at it (`docs_mcp_url`, and the `mcp_token` it requires: the setting's, or
+a random one made for the run, so no other local user can call it), and stops it when the run's analysis ends (the
 server also stops by itself once the flow's process is gone, so a killed run leaves none behind). The
 server reads only the LanceDB doc index, never the warehouse, so it runs beside the flow that writes it.
 
@@ -15,6 +16,7 @@ not fatal: the units then spawn their own, as before, and the reason is logged.
 from __future__ import annotations
 
 import logging
+import secrets
 import socket
 import subprocess
 import sys
@@ -39,7 +41,11 @@ def shared_docs_server(settings: Settings) -> Iterator[Settings]:
         return
     from faultline.astra.docs_client import close_shared, server_command
 
+    from pydantic import SecretStr
+
     args, env = server_command(settings)
+    token = settings.mcp_token.get_secret_value() or secrets.token_urlsafe(32)
+    env["FAULTLINE_MCP_TOKEN"] = token  # in the environment: a command line is visible to every user
     with tempfile.TemporaryFile() as errors:
         port = _free_port()
         server = subprocess.Popen([sys.executable, *args, "--http", str(port), "--exit-with-parent"], env=env,
@@ -55,7 +61,7 @@ def shared_docs_server(settings: Settings) -> Iterator[Settings]:
                 return
             url = f"http://127.0.0.1:{port}/mcp"
             try:
-                yield settings.model_copy(update={"docs_mcp_url": url})
+                yield settings.model_copy(update={"docs_mcp_url": url, "mcp_token": SecretStr(token)})
             finally:
                 close_shared(url)
         finally:

@@ -41,8 +41,9 @@ CALL_MARGIN_S = 20.0  # on top of the command timeout: transport and server over
 class McpConnection:
     """One MCP client session on a private event loop thread; `call` is synchronous."""
 
-    def __init__(self, target: Any, *, connect_timeout_s: float = 60.0) -> None:
+    def __init__(self, target: Any, *, connect_timeout_s: float = 60.0, token: str = "") -> None:
         self.target = target
+        self._token = token
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
@@ -61,7 +62,7 @@ class McpConnection:
 
         self._stop = asyncio.Event()
         try:
-            async with Client(_server(self.target)) as client:
+            async with Client(_server(self.target, self._token)) as client:
                 self._client = client
                 self._ready.set()
                 await self._stop.wait()
@@ -97,11 +98,13 @@ class McpConnection:
         self._thread.join(5)
 
 
-def _server(target: Any) -> Any:
+def _server(target: Any, token: str) -> Any:
     from mcp import StdioServerParameters
 
     if isinstance(target, str) and target.startswith(("http://", "https://")):
-        return target
+        from faultline.mcp.http_auth import client_target
+
+        return client_target(target, token)
     if not isinstance(target, (str, list, tuple)):
         return target  # an SDK server object or transport, connected as the SDK's Client does
     argv = shlex.split(target) if isinstance(target, str) else list(target)
@@ -181,10 +184,11 @@ def _directory(conn: McpConnection) -> tuple[StaticDirectory, dict[str, list[str
     return StaticDirectory([Device(n, "host", f"mcp-{n}", (f"{ip}/32",)) for n, ip in sorted(hosts.items())]), {}
 
 
-def mcp_backend(url_or_command: Any, *, timeout_s: float = 10.0) -> Backend:
-    """A backend whose probes run on the devices of an MCP server: an http(s) URL, a stdio command line
-    (string or argv list), or an SDK server object / transport (connected in-process)."""
-    conn = McpConnection(url_or_command)
+def mcp_backend(url_or_command: Any, *, timeout_s: float = 10.0, token: str = "") -> Backend:
+    """A backend whose probes run on the devices of an MCP server: an http(s) URL (sent `token` as a bearer
+    token when given), a stdio command line (string or argv list), or an SDK server object / transport
+    (connected in-process)."""
+    conn = McpConnection(url_or_command, token=token)
     try:
         if "exec_shell" not in conn.tools():
             raise FaultlineError(f"the MCP server {_describe(url_or_command)} has no exec_shell tool",
