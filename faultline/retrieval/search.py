@@ -89,7 +89,8 @@ def _filter_error(table: Any, where: str) -> str | None:
     return None
 
 
-def _run(table: Any, builder: Any, where: str | None, limit: int, columns: list[str], mode: str) -> list[dict[str, Any]]:
+def _run(table: Any, builder: Any, where: str | None, limit: int, columns: list[str],
+         mode: str) -> list[dict[str, Any]]:
     if where:
         builder = builder.where(where, prefilter=True)
     try:
