@@ -298,3 +298,19 @@ def test_super_spines_sharing_an_as_accept_each_others_client_prefixes():
     peers = [remote.address.split("/")[0] for _, remote in topo.neighbours("super_spine_0")]
     assert all(f"  neighbor {p} allowas-in 1" in conf for p in peers)
     assert "allowas-in" not in render_bgp(topo, "leaf_0_0")  # unique ASes keep the loop check
+
+
+def test_every_web_server_users_reach_has_a_url_by_name_or_by_address() -> None:
+    from faultline.lab.access import names_and_urls
+
+    for scenario in SCENARIOS:
+        topo = build_topology(scenario, "s")
+        names, urls = names_and_urls(scenario, "s")
+        for name, node in topo.nodes.items():
+            if node.role not in ("web", "lb") or node.private:
+                continue
+            fqdns = [f for _, records in topo.zones.values() for f, owner in records.items() if owner == name]
+            wanted = [f"http://{f}/" for f in fqdns] or [f"http://{node.addresses[0].split('/')[0]}/"]
+            assert set(wanted) <= set(urls), (scenario, name)
+    # rip_small_internet runs no DNS: its web servers are fetched by address (the service canary had nothing)
+    assert names_and_urls("rip_small_internet", "s") == ([], ["http://10.1.2.10/", "http://10.1.2.11/"])

@@ -362,3 +362,16 @@ def test_every_lab_role_survives_the_inventory(tmp_path):
                                                  "r2: {hostname: 10.0.0.2, data: {role: router}}\n")
     odd = load_ssh_inventory(tmp_path / "odd")
     assert [d.name for d in odd.directory.devices()] == ["r2"] and "toaster" in odd.rejected[0]
+
+
+def test_the_inventory_gives_the_same_urls_as_the_lab_it_describes(tmp_path):
+    """A web server without a DNS name is fetched by its address over SSH as on the lab (rip_small_internet)."""
+    from faultline.lab.access import names_and_urls
+    from faultline.lab.inventory import write_lab_inventory
+    from faultline.lab.scenarios import build_topology
+    from faultline.network.ssh_inventory import load_ssh_inventory
+
+    for scenario in ("rip_small_internet", "ospf_enterprise_dhcp"):
+        write_lab_inventory(build_topology(scenario, "s"), tmp_path / scenario)
+        inv = load_ssh_inventory(tmp_path / scenario)
+        assert sorted(inv.urls) == sorted(names_and_urls(scenario, "s")[1]) and inv.urls, scenario

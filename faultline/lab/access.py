@@ -48,12 +48,17 @@ def probe_context(state: LabState, settings: Settings | None = None, runner: Run
 
 
 def names_and_urls(scenario: str, size: str) -> tuple[list[str], list[str]]:
-    """Every DNS name of a lab, and the URL of every web name (web servers and load balancers)."""
+    """Every DNS name of a lab, and the URL of every web name (web servers and load balancers); a web server
+    or load balancer users reach that has no name is fetched by its address, as users of such a site do."""
     topo = build_topology(scenario, size)
-    names, urls = [], []
+    names, urls, named = [], [], set()
     for _, (_, records) in sorted(topo.zones.items()):
         for fqdn, node in sorted(records.items()):
             names.append(fqdn)
+            named.add(node)
             if topo.nodes[node].role in ("web", "lb"):
                 urls.append(f"http://{fqdn}/")
+    for name, node in sorted(topo.nodes.items()):
+        if node.role in ("web", "lb") and name not in named and not node.private and node.addresses:
+            urls.append(f"http://{node.addresses[0].split('/')[0]}/")
     return names, urls

@@ -53,7 +53,7 @@ class SshInventory:
     rejected: list[str]  # "host: reason" for every host that could not be used (the rest load)
     files: dict[str, list[str]] = field(default_factory=dict)  # device -> readable files (`data.files`)
     dns_names: list[str] = field(default_factory=list)  # every host's names, by domain then name
-    urls: list[str] = field(default_factory=list)  # http://NAME/ of every web and load-balancer name
+    urls: list[str] = field(default_factory=list)  # http://NAME/ of every web and load-balancer name; http://ADDRESS/ of one without
     site: str | None = None  # defaults' `site` and `lab_size`, when the inventory says
     size: str | None = None
 
@@ -71,6 +71,7 @@ def load_ssh_inventory(folder: Path) -> SshInventory:
     vty: dict[str, str] = {}
     files: dict[str, list[str]] = {}
     names: dict[str, str] = {}  # name -> role of its host
+    by_address: list[str] = []  # URLs of web and load-balancer hosts that have no name
     for host in loaded.hosts:
         data = host.data
         problem = _problem(host.host, host.hostname, data)
@@ -102,6 +103,8 @@ def load_ssh_inventory(folder: Path) -> SshInventory:
             files[host.host] = [str(f) for f in data["files"]]
         for name in host.dns_names:
             names.setdefault(name, role)
+        if role in ("web", "lb") and not host.dns_names and addresses:
+            by_address.append(f"http://{addresses[0].split('/')[0]}/")  # a site without DNS: users type the address
     if not targets:
         detail = "; ".join(rejected[:5]) or "hosts.yaml lists no host"
         raise FaultlineError(f"no usable host in the inventory {folder}: {detail}",
@@ -111,7 +114,7 @@ def load_ssh_inventory(folder: Path) -> SshInventory:
     sizes = {str(h.data["lab_size"]) for h in loaded.hosts if h.data.get("lab_size")}
     return SshInventory(folder=inv_folder, targets=targets, directory=StaticDirectory(devices), file_roots=roots,
                         vty_dirs=vty, rejected=rejected, files=files, dns_names=ordered,
-                        urls=[f"http://{n}/" for n in ordered if names[n] in ("web", "lb")],
+                        urls=[f"http://{n}/" for n in ordered if names[n] in ("web", "lb")] + by_address,
                         site=site.pop() if len(site) == 1 else None, size=sizes.pop() if len(sizes) == 1 else None)
 
 
