@@ -45,6 +45,13 @@ HOSTILE = [
     ["busybox", "sh"],
     ["bash"],
     ["python3", "-c", "import os"],
+    # digits of other scripts pass str.isdigit(): Arabic-Indic and fullwidth were read as numbers, a
+    # superscript made int() raise inside the check (found by tests/test_allowlist_fuzz.py)
+    ["ping", "-n", "-q", "-c", "\u0663", "-i", "0.2", "-W", "1", "10.0.0.1"],
+    ["tail", "-n", "5\uff10", "--", "/var/lab/r1/log"],
+    ["tail", "-n", "\u00b2", "--", "/var/lab/r1/log"],
+    ["curl", "-sS", "-o", "/dev/null", "--proto", "=http,https", "--max-redirs", "0", "--connect-timeout", "5",
+     "--max-time", "10", "-w", allowlist.HTTP_WRITE_OUT, "http://web0.local:\u0668\u0660/"],
     [],
     ["ip", "-j", "addr", "show", "\n"],
 ]

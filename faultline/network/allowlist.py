@@ -55,7 +55,8 @@ class Refused(ProbeError):
 
 def _int(low: int, high: int) -> Callable[[str], None]:
     def check(value: str) -> None:
-        if not value.isdigit() or not low <= int(value) <= high:
+        # str.isdigit() also accepts other scripts' digits and superscripts, which int() reads or rejects
+        if not (value.isascii() and value.isdigit()) or not low <= int(value) <= high:
             raise ProbeError(f"{value!r} is not a number from {low} to {high}")
     return check
 

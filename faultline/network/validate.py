@@ -23,7 +23,7 @@ _LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME = re.compile(rf"(?=.{{1,253}}\Z){_LABEL}(?:\.{_LABEL})*\.?")
 _INTERFACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}")
 _URL = re.compile(
-    r"(?P<scheme>https?)://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]{1,253})(?::(?P<port>\d{1,5}))?"
+    r"(?P<scheme>https?)://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]{1,253})(?::(?P<port>[0-9]{1,5}))?"
     r"(?P<rest>/[A-Za-z0-9._~/%+=-]*(?:\?[A-Za-z0-9._~/%+=&-]*)?)?"
 )
 _VTYSH_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:-]*")
