@@ -61,6 +61,11 @@ class Settings(BaseSettings):
         description="DuckDB buffer memory cap such as '2GB'; empty keeps DuckDB's default (80% of RAM). "
         "Large log ingests stay within it plus a few hundred MB of batch buffers.",
     )
+    warehouse_lock_wait_s: float = Field(
+        0.0, ge=0, description="Seconds a command that writes the warehouse (nightly, ingest, marts refresh, "
+        "dashboards build, index, db migrate) waits for another such run to finish; 0 refuses at once, naming "
+        "the other run (exit code 75).",
+    )
     embedding_model: str = Field(
         "",
         description="sentence-transformers model path or name; empty means the all-MiniLM-L6-v2 "

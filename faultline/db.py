@@ -17,6 +17,7 @@ import duckdb
 
 from faultline.errors import FaultlineError
 from faultline.resources import warehouse_dir
+from faultline.runlock import read_holder
 
 if TYPE_CHECKING:
     from faultline.config import Settings
@@ -101,8 +102,10 @@ def connect(path: Path | str, *, read_only: bool = False, auto_migrate: bool = T
     try:
         conn = duckdb.connect(str(path), read_only=read_only)
     except duckdb.IOException as exc:
+        holder = read_holder(path) if "lock" in str(exc).lower() else None
         raise FaultlineError(
-            f"cannot open the warehouse {path}: {exc}",
+            f"cannot open the warehouse {path}: {exc}"
+            + (f"; the warehouse is in use by {holder.describe()}" if holder else ""),
             fix="another process may hold it open for writing; wait for it or use another "
             "--db / FAULTLINE_DUCKDB_PATH",
         ) from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ from prefect import flow, runtime
 from faultline import db
 from faultline.config import Settings
 from faultline.ingest.api import ingest_paths
+from faultline.runlock import settings_lock
 from tasks.ingest import ingest_file_task
 
 
@@ -19,14 +21,14 @@ def ingest_flow(kind: str, paths: list[str], settings: Settings | None = None, f
                 incident_id: str | None = None) -> dict[str, Any]:
     """Ingest files or folders of one kind; each file is a task run. Returns the report as a dict."""
     settings = settings or Settings()
-    conn = db.open_warehouse(settings)
     options: dict[str, Any] = {}
     if kind == "tickets":
         options["mapping_file"] = Path(mapping_file) if mapping_file else None
     elif kind == "logs":
         options.update(log_format=log_format, incident_id=incident_id)
-    report = ingest_paths(
-        conn, settings, kind, [Path(p) for p in paths], force=force,
-        prefect_flow_run_id=str(runtime.flow_run.id), per_file=ingest_file_task, **options,
-    )
+    with settings_lock(settings, f"ingest {kind}"), closing(db.open_warehouse(settings)) as conn:
+        report = ingest_paths(
+            conn, settings, kind, [Path(p) for p in paths], force=force,
+            prefect_flow_run_id=str(runtime.flow_run.id), per_file=ingest_file_task, **options,
+        )
     return report.as_dict()

@@ -30,6 +30,7 @@ from faultline.nightly.docs_service import shared_docs_server
 from faultline.nightly.night import Harvest, Night
 from faultline.nightly.summary import Analysis, markdown
 from faultline.nightly.workspace import UnitResult, freeze, thaw
+from faultline.runlock import settings_lock
 from tasks.index import sync_index_task
 from tasks.ingest import ingest_file_task, ingest_incidents_task
 from tasks.nightly import (
@@ -189,7 +190,8 @@ def nightly_flow(corpus: str | None = None, limit: int | None = None, incidents:
     check_task_runner(settings)
     analyst = f"llm:{llm_model}" if llm_model else "deterministic"
     sql = {"retries": settings.nightly_sql_retries, "retry_delay_seconds": settings.nightly_sql_retry_delay_s}
-    with Night.begin(settings, prefect_flow_run_id=str(runtime.flow_run.id) if runtime.flow_run.id else None) as run:
+    flow_run_id = str(runtime.flow_run.id) if runtime.flow_run.id else None
+    with settings_lock(settings, "nightly run"), Night.begin(settings, prefect_flow_run_id=flow_run_id) as run:
         with run.stage("ingest"):
             ingested = ingest_corpus(run.cursor(), settings, Path(corpus), prefect_flow_run_id=run.prefect_flow_run_id,
                                      ingest_folder=ingest_incidents_task.with_options(**sql),

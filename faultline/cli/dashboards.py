@@ -23,19 +23,21 @@ def build_command(
     from dashboards import build_dashboards
     from faultline import db
     from faultline.marts import refresh_marts
+    from faultline.runlock import settings_lock
 
     settings = ctx.obj
     target = out or settings.dashboards_folder()
-    conn = db.open_warehouse(settings)
-    try:
-        if refresh:
-            failed = [f"{r.name}: {f.test}" for r in refresh_marts(conn, settings) for f in r.failed_tests]
-            if failed:
-                typer.secho(f"warning: {len(failed)} mart test(s) failed ({'; '.join(failed[:5])}); "
-                            "see `faultline marts refresh`", fg="yellow", err=True)
-        result = build_dashboards(conn, target)
-    finally:
-        conn.close()
+    with settings_lock(settings, "dashboards build"):
+        conn = db.open_warehouse(settings)
+        try:
+            if refresh:
+                failed = [f"{r.name}: {f.test}" for r in refresh_marts(conn, settings) for f in r.failed_tests]
+                if failed:
+                    typer.secho(f"warning: {len(failed)} mart test(s) failed ({'; '.join(failed[:5])}); "
+                                "see `faultline marts refresh`", fg="yellow", err=True)
+            result = build_dashboards(conn, target)
+        finally:
+            conn.close()
     typer.echo(f"{len(result.pages)} page(s) ({result.incident_pages} incident page(s)) in {result.seconds:.2f}s",
                err=True)
     if result.missing_marts:

@@ -13,9 +13,14 @@ app = typer.Typer(help="The DuckDB warehouse: migrations and SQL.", no_args_is_h
 def migrate_command(ctx: typer.Context) -> None:
     """Apply pending migrations from warehouse/migrations/."""
     from faultline import db
+    from faultline.runlock import settings_lock
 
-    conn = db.open_warehouse(ctx.obj, auto_migrate=False)
-    applied = db.migrate(conn)
+    with settings_lock(ctx.obj, "db migrate"):
+        conn = db.open_warehouse(ctx.obj, auto_migrate=False)
+        try:
+            applied = db.migrate(conn)
+        finally:
+            conn.close()
     if applied:
         for name in applied:
             typer.echo(f"applied {name}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 from typing import Optional
 
@@ -16,23 +17,33 @@ _PATHS = typer.Argument(..., help="Files or folders (searched recursively).")
 _FORCE = typer.Option(False, "--force", help="Re-process files even when unchanged since the last ingest.")
 _JSON = typer.Option(False, "--json", help="Print the report as JSON.")
 _FLOW = typer.Option(False, "--flow", help="Run as a Prefect flow (ephemeral API unless PREFECT_API_URL is set).")
+_WAIT = typer.Option(None, "--wait", min=0, help="Seconds to wait for another run that writes the warehouse "
+                     "[default: the warehouse_lock_wait_s setting, 0: refuse at once, exit code 75].")
+
+
+def _locked(ctx: typer.Context, what: str, wait: Optional[float]):
+    """The warehouse's run lock for this ingest (faultline.runlock)."""
+    from faultline.runlock import settings_lock
+
+    return settings_lock(ctx.obj, f"ingest {what}", wait)
 
 
 def _run(ctx: typer.Context, kind: str, paths: list[Path], force: bool, as_json: bool, use_flow: bool,
-         **options: object) -> None:
+         wait: Optional[float], **options: object) -> None:
     settings = ctx.obj
-    if use_flow:
-        from flows.ingest import ingest_flow
+    with _locked(ctx, kind, wait):
+        if use_flow:
+            from flows.ingest import ingest_flow
 
-        report_dict = ingest_flow(kind=kind, paths=[str(p) for p in paths], settings=settings, force=force,
-                                  **options)
-    else:
-        from faultline import db
-        from faultline.ingest.api import ingest_paths
+            report_dict = ingest_flow(kind=kind, paths=[str(p) for p in paths], settings=settings, force=force,
+                                      **options)
+        else:
+            from faultline import db
+            from faultline.ingest.api import ingest_paths
 
-        conn = db.open_warehouse(settings)
-        report_dict = ingest_paths(conn, settings, kind, paths, force=force,
-                                   progress=settings.progress and not as_json, **options).as_dict()
+            with closing(db.open_warehouse(settings)) as conn:
+                report_dict = ingest_paths(conn, settings, kind, paths, force=force,
+                                           progress=settings.progress and not as_json, **options).as_dict()
     if as_json:
         print_json(report_dict)
     else:
@@ -60,10 +71,10 @@ def tickets_command(
     ctx: typer.Context,
     paths: list[Path] = _PATHS,
     mapping: Optional[Path] = typer.Option(None, "--mapping", help="YAML field mapping; detected when omitted."),
-    force: bool = _FORCE, as_json: bool = _JSON, use_flow: bool = _FLOW,
+    force: bool = _FORCE, as_json: bool = _JSON, use_flow: bool = _FLOW, wait: Optional[float] = _WAIT,
 ) -> None:
     """Tickets from JSONL, JSON, CSV or Parquet exports (JIRA-style layouts need no mapping)."""
-    _run(ctx, "tickets", paths, force, as_json, use_flow, mapping_file=mapping)
+    _run(ctx, "tickets", paths, force, as_json, use_flow, wait, mapping_file=mapping)
 
 
 @app.command("logs")
@@ -74,35 +85,35 @@ def logs_command(
         None, "--log-format", help="Format name, or a template like '<Date> <Time> <Level> <Content>'; "
         "detected per file when omitted."),
     incident: Optional[str] = typer.Option(None, "--incident", help="Incident id these logs belong to."),
-    force: bool = _FORCE, as_json: bool = _JSON, use_flow: bool = _FLOW,
+    force: bool = _FORCE, as_json: bool = _JSON, use_flow: bool = _FLOW, wait: Optional[float] = _WAIT,
 ) -> None:
     """Log files (syslog, FRR, IOS-XR, nginx, dnsmasq, Loghub formats; .gz read directly)."""
-    _run(ctx, "logs", paths, force, as_json, use_flow, log_format=log_format, incident_id=incident)
+    _run(ctx, "logs", paths, force, as_json, use_flow, wait, log_format=log_format, incident_id=incident)
 
 
 @app.command("docs")
 def docs_command(
     ctx: typer.Context,
     paths: list[Path] = _PATHS,
-    force: bool = _FORCE, as_json: bool = _JSON, use_flow: bool = _FLOW,
+    force: bool = _FORCE, as_json: bool = _JSON, use_flow: bool = _FLOW, wait: Optional[float] = _WAIT,
 ) -> None:
     """Documentation (rst, markdown, text, html, jsonl catalogues), chunked by section."""
-    _run(ctx, "docs", paths, force, as_json, use_flow)
+    _run(ctx, "docs", paths, force, as_json, use_flow, wait)
 
 
 @app.command("incidents")
 def incidents_command(
     ctx: typer.Context,
     paths: list[Path] = typer.Argument(..., help="Corpus folders written by `faultline corpus generate`."),
-    force: bool = _FORCE, as_json: bool = _JSON,
+    force: bool = _FORCE, as_json: bool = _JSON, wait: Optional[float] = _WAIT,
 ) -> None:
     """Generated incidents: tickets, device logs, snapshots and ground truth (invalid ones quarantined)."""
     from faultline import db
     from faultline.ingest.incidents import ingest_incidents
 
     settings = ctx.obj
-    conn = db.open_warehouse(settings)
-    report = ingest_incidents(conn, settings, paths, force=force, progress=settings.progress and not as_json)
+    with _locked(ctx, "incidents", wait), closing(db.open_warehouse(settings)) as conn:
+        report = ingest_incidents(conn, settings, paths, force=force, progress=settings.progress and not as_json)
     data = report.as_dict()
     if as_json:
         print_json(data)
@@ -120,14 +131,14 @@ def inventory_command(
     ctx: typer.Context,
     path: Path = typer.Argument(..., help="Inventory folder holding hosts.yaml (groups.yaml, defaults.yaml optional)."),
     name: str | None = typer.Option(None, "--name", help="Inventory name; the folder's name when omitted."),
-    force: bool = _FORCE, as_json: bool = _JSON,
+    force: bool = _FORCE, as_json: bool = _JSON, wait: Optional[float] = _WAIT,
 ) -> None:
     """A nornir-style SimpleInventory folder: hosts and links replace that inventory's snapshot (docs/inventory.md)."""
     from faultline import db
     from faultline.inventory.ingest import ingest_inventory
 
-    conn = db.open_warehouse(ctx.obj)
-    report = ingest_inventory(conn, ctx.obj, path, name=name, force=force).as_dict()
+    with _locked(ctx, "inventory", wait), closing(db.open_warehouse(ctx.obj)) as conn:
+        report = ingest_inventory(conn, ctx.obj, path, name=name, force=force).as_dict()
     if as_json:
         print_json(report)
     else:

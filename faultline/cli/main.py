@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
         typer.secho(f"error: {exc.message}", fg="red", err=True)
         if exc.fix:
             typer.echo(f"  fix: {exc.fix}", err=True)
-        sys.exit(2)
+        sys.exit(getattr(exc, "exit_code", 2))  # a busy warehouse has its own code (faultline.runlock)
     except (typer.Abort, KeyboardInterrupt):
         typer.echo("aborted", err=True)
         sys.exit(130)

@@ -17,12 +17,14 @@ def refresh_command(
     """Rebuild every mart in one transaction and run its tests; exits 1 when a data test failed."""
     from faultline import db
     from faultline.marts import refresh_marts
+    from faultline.runlock import settings_lock
 
-    conn = db.open_warehouse(ctx.obj)
-    try:
-        results = refresh_marts(conn, ctx.obj)
-    finally:
-        conn.close()
+    with settings_lock(ctx.obj, "marts refresh"):
+        conn = db.open_warehouse(ctx.obj)
+        try:
+            results = refresh_marts(conn, ctx.obj)
+        finally:
+            conn.close()
     failed = sum(len(r.failed_tests) for r in results)
     if as_json:
         print_json([{"mart": r.name, "rows": r.rows, "seconds": round(r.seconds, 4),

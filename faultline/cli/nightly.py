@@ -34,6 +34,9 @@ def nightly_command(
     dask_address: Optional[str] = typer.Option(None, "--dask-address", help="Scheduler of the cluster runner, "
                                                "e.g. tcp://10.0.0.5:8786 (implies --runner cluster)."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
+    wait: Optional[float] = typer.Option(None, "--wait", min=0, help="Seconds to wait for another run that writes "
+                                         "the warehouse [default: the warehouse_lock_wait_s setting, 0: refuse at "
+                                         "once, exit code 75]."),
 ) -> None:
     """Run the nightly flow now: analyse the backlog both ways, evaluate, refresh the marts."""
     update: dict[str, object] = {"ssh_inventory": inventory.resolve()} if inventory is not None else {}
@@ -41,6 +44,8 @@ def nightly_command(
         update.update(nightly_task_runner="cluster", nightly_dask_address=dask_address)
     if runner:
         update["nightly_task_runner"] = runner
+    if wait is not None:
+        update["warehouse_lock_wait_s"] = wait
     settings = ctx.obj.model_validate({**ctx.obj.model_dump(), **update}) if update else ctx.obj
     summary = run_nightly(settings, corpus=corpus, limit=limit, incidents=incident or None, llm_model=llm,
                           network_backend=network, max_rounds=rounds, progress=not as_json)
@@ -52,7 +57,16 @@ def nightly_command(
 
 
 def run_nightly(settings, *, progress: bool, **params) -> dict:
-    """Run the flow with a progress reporter installed (a bar on a terminal, lines otherwise)."""
+    """Run the flow with a progress reporter installed (a bar on a terminal, lines otherwise), holding the
+    warehouse's run lock (`faultline.runlock`)."""
+    from faultline.runlock import settings_lock
+
+    # taken before the flow starts: a refused run leaves no failed flow run behind
+    with settings_lock(settings, "nightly run"):
+        return _run_flow(settings, progress, params)
+
+
+def _run_flow(settings, progress: bool, params: dict) -> dict:
     from faultline.nightly.progress import line_reporter, set_reporter
     from flows.nightly import nightly_flow, tonight
 

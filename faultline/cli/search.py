@@ -80,18 +80,20 @@ def index_command(
     from faultline.errors import FaultlineError
     from faultline.retrieval.embed import Embedder
     from faultline.retrieval.index import sync_index
+    from faultline.runlock import settings_lock
 
     if kind not in (*_KINDS, "all"):
         raise FaultlineError(f"unknown index {kind!r}", fix="use --kind tickets, docs or all")
     settings = ctx.obj
-    conn = db.open_warehouse(settings)
-    embedder = Embedder(settings)
     show = settings.progress and not as_json
-    try:
-        results = [sync_index(conn, settings, name, embedder, progress=show)  # type: ignore[arg-type]
-                   for name in (_KINDS if kind == "all" else (kind,))]
-    finally:
-        conn.close()
+    with settings_lock(settings, "index sync"):
+        conn = db.open_warehouse(settings)
+        embedder = Embedder(settings)
+        try:
+            results = [sync_index(conn, settings, name, embedder, progress=show)  # type: ignore[arg-type]
+                       for name in (_KINDS if kind == "all" else (kind,))]
+        finally:
+            conn.close()
     if as_json:
         print_json([asdict(stats) for stats in results])
         return
