@@ -253,3 +253,24 @@ def test_a_static_blackhole_is_looked_for_on_a_network_that_runs_no_bgp() -> Non
                for st in diag.steps)
     assert diag.probe_calls <= 15
     assert not any(st.tool == "vtysh_show" and "bgp" in st.args.get("command", "") for st in diag.steps)
+
+
+def test_a_name_the_users_resolver_never_answered_starts_at_the_users_resolver() -> None:
+    from faultline.sade.index import classify
+    from faultline.sade.initial import initial_scan
+    from faultline.sade.session import Session
+
+    s = Session(snapshot_backend(SAMPLE / "backlog/sample-backlog-013" / "snapshot.json.gz"))
+    sym = initial_scan(s)
+    url = sym.services[0][0]
+    # the page failed for want of a name server: every name server of the network is what it depends on
+    assert sym.unresolved == {url} and sym.depends_on[url] == {d.name for d in s.devices("dns")}
+    assert [lead.kind for lead in classify(s, sym)] == ["service_unresolved"]
+    folder = SAMPLE / "backlog/sample-backlog-010"  # dhcp_spoofed_dns: the DHCP server hands out a foreign resolver
+    diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
+    assert diag.submission is not None
+    assert sorted(diag.submission.v1.root_cause_name) == ["dhcp_spoofed_dns"]
+    looked = [(st.tool, st.args.get("dev")) for st in diag.steps]
+    # the user's resolv.conf names the foreign resolver before the site's name server is searched at all
+    assert looked[2][0] == "read_file" and looked[2][1] == "host_1_1_1_1"
+    assert not any(dev == "dns_server" for _, dev in looked) and diag.probe_calls <= 8

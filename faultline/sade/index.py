@@ -77,7 +77,7 @@ def classify(s: Session, sym: Symptoms) -> list[LeadSymptom]:
         out.append(LeadSymptom("scattered", lead, _failing_with(sym, lead)))
     for url, problem in sym.services:
         owner = next((lead for lead in sym.leads if s.device(lead).role in ("web", "lb")), None)
-        kind = "service_failure"
+        kind = "service_unresolved" if url in sym.unresolved else "service_failure"
         if problem.startswith("slow"):
             kind = "service_slow_after_lookup" if url in sym.resolved_in_time else "service_slow"
         lead = owner or sym.leads[0] if sym.leads else ""

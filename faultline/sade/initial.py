@@ -32,6 +32,10 @@ class Symptoms:
     failing: list[tuple[str, str, str]] = field(default_factory=list)  # (src, dst, status)
     services: list[tuple[str, str]] = field(default_factory=list)  # (url, problem)
     resolved_in_time: set[str] = field(default_factory=set)  # slow URLs whose name lookup was not the slow part
+    # failing URL -> the devices its failure depends on, when the record says: its server (by address), or
+    # every name server when the name did not resolve
+    depends_on: dict[str, set[str]] = field(default_factory=dict)
+    unresolved: set[str] = field(default_factory=set)  # failing URLs whose name the user's resolver never answered
     leads: list[str] = field(default_factory=list)
 
     @property
@@ -151,6 +155,12 @@ def _canary(s: Session, sym: Symptoms, src: Device | None = None, limit: int = M
             owner = _url_owner(s, rec)
             if owner and owner not in sym.leads:
                 sym.leads.append(owner)
+            if _resolver_silent(rec):
+                sym.unresolved.add(url)
+            if rec.status == "dns_error" or _resolver_silent(rec):
+                sym.depends_on[url] = {d.name for d in s.devices("dns")}
+            elif owner and rec.status != "ok":
+                sym.depends_on[url] = {owner}
             lookup = rec.time_namelookup_s or 0
             if slow and lookup <= max(SLOW_FACTOR * (base.record.time_namelookup_s or 0), SLOW_MIN_S):
                 sym.resolved_in_time.add(url)
@@ -192,9 +202,12 @@ def _user_position(s: Session) -> Device | None:
 
 
 def _url_owner(s: Session, rec) -> str | None:
-    from faultline.sade.scans.common import owner_of
+    """The device that serves the page: by the address curl connected to, else by an address in the URL."""
+    from urllib.parse import urlsplit
 
-    if rec.remote_ip:
-        d = owner_of(s, rec.remote_ip)
-        return d.name if d else None
-    return None
+    from faultline.sade.scans.common import IPV4_TEXT, owner_of
+
+    host = urlsplit(rec.url).hostname or ""
+    ip = rec.remote_ip or (host if IPV4_TEXT.fullmatch(host) else None)
+    d = owner_of(s, ip) if ip else None
+    return d.name if d else None

@@ -29,8 +29,8 @@ from faultline.sade.ticket import ticket_leads
 PHASES = ("A", "B", "C", "D")
 INFRA_ROLES = {"router", "switch"}
 SERVICE_ROLES = {"dns", "dhcp", "lb", "web"}
-SERVICE_KINDS = ("service_failure", "service_slow", "service_slow_after_lookup", "ticket_dns", "ticket_address",
-                 "ticket_foreign_resolver")
+SERVICE_KINDS = ("service_failure", "service_unresolved", "service_slow", "service_slow_after_lookup", "ticket_dns",
+                 "ticket_address", "ticket_foreign_resolver")
 
 
 def _roles(s: Session) -> dict[str, str]:
@@ -123,7 +123,8 @@ def _family_steps(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles
                   far: bool, touched: set[str]) -> Iterator[list[Match]]:
     """One pass (near or far probes) of a lead's family search, one family per step: yields the matches once
     they explain the leads (and stops), else [] after each family."""
-    queue, started = families_for(lead.kind), set()
+    # what the lead's own triage look raised points first (a DHCP client's settings: the server that gave them)
+    queue, started = redirects(s, touched) + families_for(lead.kind), set()
     while queue:
         family = queue.pop(0)
         if family in started:
@@ -227,9 +228,12 @@ def _second_look(s: Session, sym: Symptoms, found: list[Match], roles: dict[str,
     hidden = _isolated_look(s, found, isolated - named - cut_off, roles)
     if hidden:
         return found + hidden
-    seen = service_canary(s, named | isolated | cut_off, limit=SECOND_LOOK_URLS, note="second look: service canary")
+    gone = named | isolated | cut_off
+    seen = service_canary(s, gone, limit=SECOND_LOOK_URLS, note="second look: service canary")
     if not seen.services or set(seen.leads) & named:
         return found
+    if all(seen.depends_on.get(url) and seen.depends_on[url] <= gone for url, _ in seen.services):
+        return found  # the pages fail for want of a server (or name server) the answer already cuts off
     leads = [x for x in classify(s, seen) if x.kind in SERVICE_KINDS and x.lead not in named]
     extra: list[Match] = []
     for lead in leads:
@@ -328,14 +332,15 @@ PRESSURE_CHECKS = ("processes", "cpu_throttled", "access_log", "web_config", "dh
 
 
 def _pressure_sweep(s: Session, roles: dict[str, str]) -> list[Match]:
-    """SADE's pressure sweep over the service devices: phase D's checks on each, matching after each device;
-    the non-residual matches, or [] to go on with the deep scan."""
+    """SADE's pressure sweep over the service devices: phase D's checks on each, matching after each check
+    that raised a flag; the non-residual matches, or [] to go on with the deep scan."""
     for dev in s.devices(*sorted(SERVICE_ROLES | {"backend"})):
         for check in PRESSURE_CHECKS:
+            flags = len(s.flags)
             _run(s, check, dev.name, "pressure sweep (no symptom seen)")
-        found = [m for m in match(s.flags, roles=roles) if not m.fallback]
-        if found:
-            return found
+            found = [m for m in match(s.flags, roles=roles) if not m.fallback] if len(s.flags) > flags else []
+            if found:
+                return found
     return []
 
 
