@@ -6,7 +6,9 @@ in their ``incident.json``) that have ground truth. A folder of incidents withou
 loaded and every incident in it evaluated. Ingestion is idempotent (unchanged files are skipped), so
 pointing at an already loaded corpus only re-syncs the search indexes.
 
-One incident whose analysis fails is a `run_failures` row and the batch goes on.
+One incident whose analysis fails is a `run_failures` row and the batch goes on. A source an incident's
+analysis had to do without (no docs index, no ticket history, no log lines) does not fail it: the report
+lists it (`Report.missing`) and the batch keeps it in `degraded`.
 """
 
 from __future__ import annotations
@@ -37,10 +39,22 @@ class EvalBatch:
     results: dict[str, AstraResult] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # no ground truth
+    degraded: dict[str, list[str]] = field(default_factory=dict)  # incident -> sources its analysis did without
+
+    def missing_sources(self) -> dict[str, tuple[int, str]]:
+        """Per missing source ("documentation", "ticket history", "device logs"): how many incidents went
+        without it, and the first reason given."""
+        found: dict[str, tuple[int, str]] = {}
+        for incident_id in sorted(self.degraded):
+            for line in self.degraded[incident_id]:
+                source, _, why = line.partition(": ")
+                count, first = found.get(source, (0, why))
+                found[source] = (count + 1, first)
+        return found
 
     def as_dict(self) -> dict:
         return {"run_id": self.run_id, "summary": summarise(self.scores).model_dump(mode="json"),
-                "failures": self.failures, "skipped": self.skipped,
+                "failures": self.failures, "skipped": self.skipped, "degraded": self.degraded,
                 "incidents": [s.model_dump(mode="json") for s in self.scores]}
 
 
@@ -102,13 +116,16 @@ def evaluate_incidents(conn: duckdb.DuckDBPyConnection, settings: Settings, inci
             batch.scores.append(score_result(result, incident, truth))
             batch.truths[incident_id] = truth
             batch.results[incident_id] = result
+            if result.rounds and result.rounds[-1].report.missing:
+                batch.degraded[incident_id] = list(result.rounds[-1].report.missing)
         except Exception as exc:  # noqa: BLE001 - one failed incident is a row, the batch goes on
             record_failure(conn, run_id=batch.run_id, stage="astra_eval", subject=incident_id, exc=exc)
             batch.failures[incident_id] = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
     if save and batch.scores:
         save_scores(conn, batch.scores, batch.truths, run_id=batch.run_id)
     summary = summarise(batch.scores)
-    finish_run(conn, batch.run_id, status="completed" if not batch.failures else "completed_with_failures",
+    status = "completed" if not batch.failures else "completed_with_failures" if batch.scores else "failed"
+    finish_run(conn, batch.run_id, status=status,
                stats={"scored": len(batch.scores), "failed": len(batch.failures), "skipped": len(batch.skipped),
-                      "share_accuracy_ge3": summary.share_accuracy_ge3})
+                      "degraded": len(batch.degraded), "share_accuracy_ge3": summary.share_accuracy_ge3})
     return batch

@@ -45,6 +45,7 @@ class Prefetch:
     reranked_ids: list[str]  # every batch survivor, best first (before the threshold and top-k)
     reranker: str
     details: dict[str, Candidate] = field(default_factory=dict)  # ticket_id -> candidate text (kept ones)
+    missing: str | None = None  # "ticket history: <why>" when there was no ticket index to search
 
 
 def _utc(iso: str | None) -> datetime | None:
@@ -127,15 +128,20 @@ def prefetch(settings: Settings, conn: duckdb.DuckDBPyConnection, incident: Inci
              reranker: Reranker | None = None, embedder: Any = None) -> Prefetch:
     """Run the pre-fetch for ``incident``; no eligible history gives an empty result, not an error.
 
-    Raises ``FaultlineError`` (with the fix) when there is no ticket index at all.
+    No ticket index at all (missing or empty) is an empty result too, with ``missing`` saying why and how to
+    build one: the history is an optional source.
     """
     from faultline.astra.rerank import LexicalReranker
-    from faultline.retrieval.search import search
+    from faultline.retrieval.search import MissingIndexError, search
 
     reranker = reranker or LexicalReranker(settings, embedder=embedder)
-    hits = search(settings, "tickets", query_text(incident), k=settings.astra_prefetch_candidates,
-                  mode="hybrid", where=eligibility_filter(incident, settings.astra_history_cutoff),
-                  embedder=embedder)
+    try:
+        hits = search(settings, "tickets", query_text(incident), k=settings.astra_prefetch_candidates,
+                      mode="hybrid", where=eligibility_filter(incident, settings.astra_history_cutoff),
+                      embedder=embedder)
+    except MissingIndexError as exc:
+        return Prefetch(similar=[], hybrid_ids=[], reranked_ids=[], reranker=reranker.name,
+                        missing=f"ticket history: {exc.message} (fix: {exc.fix})")
     ids = [h.id for h in hits]
     candidates = _load_candidates(conn, ids, {h.id: h.score for h in hits}, incident, settings.astra_history_cutoff,
                                   {h.id: n for n, h in enumerate(hits, start=1)})

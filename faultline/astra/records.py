@@ -76,6 +76,7 @@ class AgentOutput(_Closed):
     label: str | None = None  # fault label from the taxonomy, when the agent names one
     devices: list[str] = Field(default_factory=list)
     data: dict[str, Any] = Field(default_factory=dict)  # agent-specific structure (tickets, templates, doc ids)
+    missing: str | None = None  # "<source>: <why>" when the agent's source was unavailable (no index, no lines)
     elapsed_s: float = 0.0
 
 
@@ -117,6 +118,7 @@ class Report(_Closed):
     devices: list[str] = Field(default_factory=list)
     components: list[str] = Field(default_factory=list)  # fault area (JIRA components) the report names
     scope: list[str] = Field(default_factory=list)  # which log lines the round read, and why (log_scopes in words)
+    missing: list[str] = Field(default_factory=list)  # "<source>: <why>" per source the analysis did without
     text: str  # the whole report as Markdown
 
 

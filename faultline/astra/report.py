@@ -11,6 +11,9 @@ neither names one (it never overrides the incident's own log evidence). Devices 
 belong to other incidents and are left out unless the ticket itself names them. When the report names a label, its fix comes only from
 statements about a fault of the same family (`fits_label`); otherwise it says no fix is supported yet.
 
+A source an agent had to do without (no docs index, no ticket history, no log lines in scope) is listed
+under "Sources missing" (`Report.missing`): the analysis goes on without it and says so.
+
 Two writers produce the same `Report`: `write_deterministic` (templates over the claims) and
 `write_llm` (prompt ``astra/report``); both render their Markdown with `render_markdown`.
 """
@@ -205,7 +208,8 @@ def write_deterministic(incident: Incident, outputs: dict[str, AgentOutput], cla
         verification += " " + stated(checks[0], ev.get(checks[0].claim_id))
     report = Report(incident_id=incident.incident_id, round=round_, symptom=symptom, evidence=statements,
                     root_cause=root, fix=fix, verification=verification, label=label, category=category,
-                    devices=devices, components=pick_components(outputs), scope=_scope_of(outputs), text="")
+                    devices=devices, components=pick_components(outputs), scope=_scope_of(outputs),
+                    missing=missing_sources(outputs), text="")
     return report.model_copy(update={"text": render_markdown(report)})
 
 
@@ -225,6 +229,12 @@ def _scope_of(outputs: dict[str, AgentOutput]) -> list[str]:
     return list(log.data.get("scope") or []) if log else []
 
 
+def missing_sources(outputs: dict[str, AgentOutput]) -> list[str]:
+    """The sources the agents had to do without ("<source>: <why>"), in report order."""
+    found = (outputs.get(name) for name in _AGENT_ORDER)
+    return [output.missing for output in found if output is not None and output.missing]
+
+
 def render_markdown(report: Report) -> str:
     """The report as Markdown: identification, then resolution, then the fields."""
     lines = [f"# Fault analysis: {report.incident_id} (round {report.round})", "", "## Identification", "",
@@ -237,6 +247,8 @@ def render_markdown(report: Report) -> str:
     lines += [f"- {k}: {v}" for k, v in fields if v]
     if report.scope:
         lines += ["", "## Logs read", ""] + [f"- {s}" for s in report.scope]
+    if report.missing:
+        lines += ["", "## Sources missing", ""] + [f"- {s}" for s in report.missing]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -285,7 +297,7 @@ def write_llm(incident: Incident, outputs: dict[str, AgentOutput], claims: list[
                                       "critique": critique or "none"})
     parsed = LLMReport.model_validate(answer)
     report = Report(incident_id=incident.incident_id, round=round_, text="", scope=_scope_of(outputs),
-                    **parsed.model_dump())
+                    missing=missing_sources(outputs), **parsed.model_dump())
     if not report.components:
         report = report.model_copy(update={"components": pick_components(outputs)})
     return report.model_copy(update={"text": render_markdown(report)})

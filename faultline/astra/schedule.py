@@ -1,6 +1,7 @@
 """ASTRA's agent schedule: a shared pre-fetch, then similarity ∥ log (threads), then domain with their outputs.
 
-`run_agents` is one round's first pass; the orchestrator sends follow-up tasks to single agents
+`run_agents` is one round's first pass; a pre-fetch without a ticket index leaves the similarity agent's
+output saying so (`AgentOutput.missing`); the orchestrator sends follow-up tasks to single agents
 through `make_agent(...).run(task)` directly.
 """
 
@@ -37,6 +38,10 @@ def run_agents(deps: AgentDeps, incident: Incident, *, round: int = 1, reranker=
         similarity = pool.submit(make_agent("similarity", deps).run, base)
         log = pool.submit(make_agent("log", deps).run, base)
         outputs = {"similarity": similarity.result(), "log": log.result()}
+    if shared.missing:
+        outputs["similarity"] = outputs["similarity"].model_copy(update={
+            "missing": shared.missing,
+            "text": f"No ticket history was searched, so the history says nothing: {shared.missing}"})
     timings["similarity_log"] = time.perf_counter() - began
     began = time.perf_counter()
     domain_task = base.model_copy(update={"context": {"similarity": outputs["similarity"].text,

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import typer
 
-from faultline.cli.output import print_json, print_table
+from faultline.cli.output import exit_unless_done, print_json, print_table
 
 
 def _analyst(llm: Optional[str]) -> str:
@@ -111,8 +111,9 @@ def eval_astra_command(
         conn.close()
     if as_json:
         print_json(batch.as_dict())
-        return
-    _print_summary(batch)
+    else:
+        _print_summary(batch)
+    exit_unless_done(len(batch.scores), len(batch.failures), "incidents", what=f"in {corpus}")
 
 
 def _pct(value: Optional[float]) -> str:
@@ -146,5 +147,7 @@ def _print_summary(batch: Any) -> None:
     print_table(["round", "incidents", "accuracy", "completeness", "judge mean"],
                 [[r.round, r.incidents, f"{r.accuracy:.2f}", _pct(r.completeness), _num(r.judge)]
                  for r in s.per_round], title="per round")
+    for source, (count, why) in batch.missing_sources().items():
+        typer.echo(f"analysed without {source}: {count} of {len(batch.scores)} incidents ({why})")
     for incident_id, message in sorted(batch.failures.items()):
         typer.echo(f"failed {incident_id}: {message}")

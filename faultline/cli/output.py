@@ -25,6 +25,17 @@ def print_json(payload: Any) -> None:
     typer.echo(json.dumps(payload, default=_jsonable, ensure_ascii=False, indent=2))
 
 
+def exit_unless_done(done: int, failed: int, unit: str, *, what: str = "") -> None:
+    """Exit with status 1 and the count when no unit succeeded (every one failed, or there was none), so a
+    script or a cron job notices; `what` says where (the corpus, the method)."""
+    if done:
+        return
+    where = f" {what}" if what else ""
+    message = f"all {failed} {unit}{where} failed" if failed else f"no {unit}{where} to process"
+    typer.secho(f"error: {message}", fg="red", err=True)
+    raise typer.Exit(1)
+
+
 def print_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str | None = None) -> None:
     """Print rows as a terminal table (values longer than 120 characters are cut)."""
     from rich.console import Console

@@ -6,6 +6,10 @@ characters of the similarity output and 2,000 of the log output. The agent searc
 server, fetches the best sections and splits what they say into identification (what the fault
 looks like, why it happens) and resolution (what to check or change) statements, quoted verbatim.
 LLM variant: the sections go to the model (prompt ``astra/domain_agent``); quotes not in them are dropped.
+
+Documentation is an optional source: when the docs server cannot be reached or reports an expected failure
+(no docs index, an empty one), the agent says it consulted nothing and why (``AgentOutput.missing``), and the
+analysis goes on. Unexpected failures (a timeout, a crashed server) still fail the analysis.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from faultline.astra.agents.base import AgentDeps, cap
 from faultline.astra.identifiers import find_identifiers
 from faultline.astra.lexical import content_words, sentences
 from faultline.astra.records import AgentOutput, AgentTask, Finding
+from faultline.errors import FaultlineError
 
 SIMILARITY_CHARS = 1500
 LOG_CHARS = 2000
@@ -96,7 +101,14 @@ class DomainKnowledgeAgent:
     def run(self, task: AgentTask) -> AgentOutput:
         started = time.perf_counter()
         query, idents = build_query(task)
-        hits, sections = self._sections(query)
+        try:
+            hits, sections = self._sections(query)
+        except FaultlineError as exc:  # an optional source: the analysis goes on without it and says so
+            why = exc.message + (f" (fix: {exc.fix})" if exc.fix else "")
+            return AgentOutput(agent="domain", round=task.round, query=task.query,
+                               text=f"No documentation was consulted, so the documentation says nothing: {why}",
+                               data={"doc_query": query, "identifiers": idents, "hits": []},
+                               missing=f"documentation: {why}", elapsed_s=time.perf_counter() - started)
         data = {"doc_query": query, "identifiers": idents,
                 "hits": [{"chunk_id": h["chunk_id"], "title": h["title"], "score": h["score"]} for h in hits]}
         if not sections:

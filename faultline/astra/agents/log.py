@@ -102,7 +102,9 @@ class LogAgent:
             where = "; ".join(described[:3])
             return AgentOutput(agent="log", round=task.round, query=task.query,
                                text=f"No log lines in this incident's scope ({where}), so the logs say nothing.",
-                               data={"input_lines": 0, "scope": described}, elapsed_s=time.perf_counter() - started)
+                               data={"input_lines": 0, "scope": described},
+                               missing=f"device logs: no log lines in this incident's scope ({where})",
+                               elapsed_s=time.perf_counter() - started)
         output = (self._llm(task, excerpt) if self.deps.model
                   else self._deterministic(task, excerpt, scope))
         output.data["scope"] = described
