@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from faultline.cli.output import print_json, print_table
+from faultline.cli.output import exit_unless_done, print_json, print_table
 
 
 def _backend(ctx: typer.Context, incident: str, backend: str, url: Optional[str], inventory: Optional[Path] = None):
@@ -113,24 +113,28 @@ def eval_sade_command(
     limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N incidents."),
     as_json: bool = typer.Option(False, "--json", help="Print per-incident scores and summaries as JSON."),
 ) -> None:
-    """Score SADE on every recorded incident of a corpus: overall, per label and per size."""
-    from faultline.sade.evaluate import evaluate_corpus
+    """Score SADE on every recorded incident of a corpus: overall, per label and per size. An incident that
+    cannot be evaluated (a damaged snapshot) is listed as failed and the others go on; exit status 1 when
+    none was scored."""
+    from faultline.sade.evaluate import evaluate_each
     from faultline.sade.scoring import summarize
 
-    scores, diags = [], []
-    for m in method:
-        for ev in evaluate_corpus(corpus, method=m, limit=limit):
-            scores.append(ev.score)
-            diags.append(ev.diagnosis)
+    done, failed = evaluate_each(corpus, methods=list(method), limit=limit)
+    scores, diags = [ev.score for ev in done], [ev.diagnosis for ev in done]
     tables = {g or "overall": summarize(scores, group_by=g) for g in (None, "label", "size")}
     if as_json:
         print_json({"summaries": {k: [s.model_dump() for s in v] for k, v in tables.items()},
                     "incidents": [{"score": s.model_dump(), "probe_calls": d.probe_calls, "tool_calls": d.tool_calls,
                                    "elapsed_s": d.elapsed_s,
                                    "submission": d.submission.model_dump() if d.submission else None}
-                                  for s, d in zip(scores, diags)]})
-        return
-    for name, rows in tables.items():
-        print_table(["method", name, "n", "detection", "loc F1", "RCA F1", "v2 joint F1", "no-sub"],
-                    [(r.method, r.group or "all", r.n, r.detection, r.loc_f1, r.rca_f1, r.v2_f1,
-                      r.no_submission_rate) for r in rows], title=f"SADE on {corpus} ({name})")
+                                  for s, d in zip(scores, diags)],
+                    "failures": [{"incident_id": f.incident_id, "method": f.method, "error": f.error}
+                                 for f in failed]})
+    else:
+        for name, rows in tables.items():
+            print_table(["method", name, "n", "detection", "loc F1", "RCA F1", "v2 joint F1", "no-sub"],
+                        [(r.method, r.group or "all", r.n, r.detection, r.loc_f1, r.rca_f1, r.v2_f1,
+                          r.no_submission_rate) for r in rows], title=f"SADE on {corpus} ({name})")
+        for f in failed:
+            typer.echo(f"failed {f.method} {f.incident_id}: {f.error}")
+    exit_unless_done(len(done), len(failed), "incident evaluations", what=f"in {corpus}")

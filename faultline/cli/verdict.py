@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import typer
 
-from faultline.cli.output import print_json, print_table
+from faultline.cli.output import exit_unless_done, print_json, print_table
 
 
 def verdict_command(
@@ -77,8 +77,7 @@ def eval_verdict_command(
         print_json(batch.as_dict())
     else:
         _print(batch)
-    if not batch.scores:
-        raise typer.Exit(1)  # nothing was scored: a script must notice
+    exit_unless_done(len(batch.scores), len(batch.failures), "incidents", what=f"in {corpus}")
 
 
 def _print(batch: Any) -> None:

@@ -71,3 +71,29 @@ def evaluate_corpus(corpus: Path, *, method: str = "sade", limit: int | None = N
     """Every valid incident of the corpus, one at a time (a broken incident yields an error diagnosis)."""
     for folder in incident_dirs(corpus)[:limit]:
         yield evaluate_folder(folder, method=method, baseline=baseline, ticket=ticket)
+
+
+@dataclass(frozen=True)
+class FailedIncident:
+    """An incident whose evaluation could not run (a damaged snapshot, a broken folder), and why."""
+
+    incident_id: str
+    method: str
+    error: str
+
+
+def evaluate_each(corpus: Path, *, methods: list[str], limit: int | None = None) -> tuple[list[Evaluated],
+                                                                                       list[FailedIncident]]:
+    """Evaluate every valid incident of the corpus with each method; an incident that fails is a
+    `FailedIncident` and the others go on."""
+    done: list[Evaluated] = []
+    failed: list[FailedIncident] = []
+    folders = incident_dirs(corpus)[:limit]
+    for method in methods:
+        for folder in folders:
+            try:
+                done.append(evaluate_folder(folder, method=method))
+            except Exception as exc:  # noqa: BLE001 - one damaged incident is a failure, the batch goes on
+                why = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
+                failed.append(FailedIncident(folder.name, method, why))
+    return done, failed
