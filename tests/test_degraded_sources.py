@@ -116,3 +116,25 @@ def test_eval_sade_keeps_going_past_a_damaged_snapshot_and_fails_when_all_did(ru
     assert "failed sade sample-backlog-005" in out.out and "all 1 incident evaluations" in out.err
     with gzip.open(SAMPLE / "backlog" / "sample-backlog-005" / "snapshot.json.gz") as whole:
         assert whole.read(1)  # the sample itself is intact: only the copy was damaged
+
+
+def _night(outcomes: list[tuple[str, str]], failures: list[tuple[str, str]]) -> dict:
+    return {"run_id": "r1", "backlog": 2,
+            "outcomes": [{"incident_id": i, "method": m, "seconds": 1.0} for i, m in outcomes],
+            "failures": [{"incident_id": i, "method": m, "error_type": "FaultlineError", "message": "x"}
+                         for i, m in failures]}
+
+
+def test_nightly_exits_1_naming_a_method_that_failed_on_every_incident(capsys) -> None:
+    import typer
+
+    from faultline.cli.nightly import exit_if_a_method_always_failed
+
+    exit_if_a_method_always_failed(_night([("a", "astra"), ("a", "sade")], [("b", "astra")]))  # one of two: 0
+    exit_if_a_method_always_failed(_night([], []))  # an empty backlog is a quiet night, not a failure
+    with pytest.raises(typer.Exit) as stopped:
+        exit_if_a_method_always_failed(_night([("a", "sade"), ("b", "sade")],
+                                              [("a", "astra"), ("b", "astra"), ("a", "verdict")]))
+    assert stopped.value.exit_code == 1
+    err = capsys.readouterr().err
+    assert "all 2 astra analyses failed" in err and "all 1 verdict analyses failed" in err and "sade" not in err

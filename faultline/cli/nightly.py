@@ -38,7 +38,10 @@ def nightly_command(
                                          "the warehouse [default: the warehouse_lock_wait_s setting, 0: refuse at "
                                          "once, exit code 75]."),
 ) -> None:
-    """Run the nightly flow now: analyse the backlog both ways, evaluate, refresh the marts."""
+    """Run the nightly flow now: analyse the backlog both ways, evaluate, refresh the marts.
+
+    Exit status 1 when a method failed on every incident it ran on (the count is printed): the run went on
+    and stored what it could, but a cron job must notice."""
     update: dict[str, object] = {"ssh_inventory": inventory.resolve()} if inventory is not None else {}
     if dask_address:
         update.update(nightly_task_runner="cluster", nightly_dask_address=dask_address)
@@ -51,9 +54,21 @@ def nightly_command(
                           network_backend=network, max_rounds=rounds, progress=not as_json)
     if as_json:
         print_json(summary)
-        return
-    print_summary(summary)
-    typer.echo(f"\nwarehouse: {ctx.obj.duckdb_path}  (try: faultline db sql \"select * from mart_sade_metrics\")")
+    else:
+        print_summary(summary)
+        typer.echo(f"\nwarehouse: {ctx.obj.duckdb_path}  (try: faultline db sql \"select * from mart_sade_metrics\")")
+    exit_if_a_method_always_failed(summary)
+
+
+def exit_if_a_method_always_failed(summary: dict) -> None:
+    """Exit with status 1, naming each method and its count, when a method failed on every incident it ran on."""
+    from faultline.nightly.summary import NightSummary
+
+    sunk = [r for r in NightSummary.model_validate(summary).per_method() if r["failed"] and not r["analysed"]]
+    for row in sunk:
+        typer.secho(f"error: all {row['failed']} {row['method']} analyses failed tonight", fg="red", err=True)
+    if sunk:
+        raise typer.Exit(1)
 
 
 def run_nightly(settings, *, progress: bool, **params) -> dict:
