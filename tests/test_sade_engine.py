@@ -274,3 +274,29 @@ def test_a_name_the_users_resolver_never_answered_starts_at_the_users_resolver()
     # the user's resolv.conf names the foreign resolver before the site's name server is searched at all
     assert looked[2][0] == "read_file" and looked[2][1] == "host_1_1_1_1"
     assert not any(dev == "dns_server" for _, dev in looked) and diag.probe_calls <= 8
+
+
+CASES_DIR = Path(__file__).resolve().parent / "cases" / "sade"
+
+
+@pytest.mark.parametrize("case", ["two-faults-012", "two-faults-014"])
+def test_a_second_fault_the_first_answer_does_not_explain_is_submitted_too(case: str) -> None:
+    from faultline.sade.evaluate import evaluate_folder
+
+    folder = CASES_DIR / case
+    ev = evaluate_folder(folder)
+    truth = json.loads((folder / "ground_truth.json").read_text())
+    wanted = sorted(f["v1"]["root_cause_name"] for f in truth["faults"])
+    assert ev.diagnosis.submission is not None
+    assert sorted(ev.diagnosis.submission.v1.root_cause_name) == wanted
+    assert ev.diagnosis.probe_calls < 60  # the flat baseline asks about 60
+
+
+def test_a_page_whose_server_the_answer_cut_off_starts_no_second_search() -> None:
+    folder = SAMPLE / "backlog/sample-backlog-004"  # bgp_asn_misconfig: web1.pod0's server is cut off
+    diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
+    assert diag.submission is not None and diag.submission.v1.root_cause_name == ["bgp_asn_misconfig"]
+    canary = next(i for i, st in enumerate(diag.steps) if st.note == "second look: service canary")
+    after = diag.steps[canary + 1:]
+    # the resolver says which server the page needs; it is the one the answer cut off: nothing more to search
+    assert [st.tool for st in after] == ["dig"]

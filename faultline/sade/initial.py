@@ -14,7 +14,13 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from faultline.network.devices import Device
-from faultline.sade.scans.common import behind, flag, gateway_router
+from faultline.sade.scans.common import (
+    IPV4_TEXT,
+    behind,
+    flag,
+    gateway_router,
+    owner_of,
+)
 from faultline.sade.session import Session
 
 SCAN = "reachability_scan"
@@ -36,6 +42,7 @@ class Symptoms:
     # every name server when the name did not resolve
     depends_on: dict[str, set[str]] = field(default_factory=dict)
     unresolved: set[str] = field(default_factory=set)  # failing URLs whose name the user's resolver never answered
+    source: str | None = None  # the user position the canary asked from
     leads: list[str] = field(default_factory=list)
 
     @property
@@ -140,6 +147,7 @@ def _canary(s: Session, sym: Symptoms, src: Device | None = None, limit: int = M
     src = src or _user_position(s)
     if not urls or src is None:
         return
+    sym.source = src.name
     for url in urls:
         out = s.probe("http_get", src=src.name, url=url, note=note)
         if out is None:
@@ -179,6 +187,24 @@ def _canary(s: Session, sym: Symptoms, src: Device | None = None, limit: int = M
                 break  # every further name from this user goes to the same silent resolver: nothing new to see
 
 
+def resolve_dependence(s: Session, sym: Symptoms, note: str) -> None:
+    """For each failing page whose name resolved but whose server curl never reached (no address to tell it
+    by), ask the user's resolver which address the name has: the device that owns it is what the page
+    depends on."""
+    from urllib.parse import urlsplit
+
+    for url, _ in sym.services:
+        host = urlsplit(url).hostname or ""
+        if url in sym.depends_on or url in sym.unresolved or sym.source is None or IPV4_TEXT.fullmatch(host):
+            continue
+        out = s.probe("dig", src=sym.source, name=host, note=note)
+        rec = out.record if out is not None else None
+        owners = {d.name for a in (rec.answers if rec is not None and rec.status == "NOERROR" else [])
+                  if a.rtype == "A" and (d := owner_of(s, a.data))}
+        if owners:
+            sym.depends_on[url] = owners
+
+
 def _resolver_silent(rec) -> bool:
     """The request timed out before the name lookup finished: the user's resolver never answered (curl
     reports no lookup time when it gave up while resolving)."""
@@ -204,8 +230,6 @@ def _user_position(s: Session) -> Device | None:
 def _url_owner(s: Session, rec) -> str | None:
     """The device that serves the page: by the address curl connected to, else by an address in the URL."""
     from urllib.parse import urlsplit
-
-    from faultline.sade.scans.common import IPV4_TEXT, owner_of
 
     host = urlsplit(rec.url).hostname or ""
     ip = rec.remote_ip or (host if IPV4_TEXT.fullmatch(host) else None)

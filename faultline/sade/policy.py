@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from faultline.network.snapshot import client_positions
 from faultline.sade.index import LeadSymptom, classify, families_for, load_index, redirects, targets
-from faultline.sade.initial import Symptoms, initial_scan, service_canary
+from faultline.sade.initial import Symptoms, initial_scan, resolve_dependence, service_canary
 from faultline.sade.matcher import Match, match
 from faultline.sade.scans import CHECKS_BY_NAME, PHASE_SCANS
 from faultline.sade.scans.common import behind, same_subnet
@@ -104,23 +105,24 @@ FAR_TARGETS = {"routers", "clients", "senders"}
 
 
 def _skill_search(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles: dict[str, str],
-                  tried: set[str], passes: tuple[bool, ...] = (False, True)) -> list[Match]:
+                  tried: set[str], passes: tuple[bool, ...] = (False, True), ignore: frozenset[str] = frozenset(),
+                  ) -> list[Match]:
     """Try the lead's families in index order (with redirections); the matches once they explain the leads.
 
     Near evidence first: a first pass runs every family's probes on the lead and the devices next to it
     (its gateway, peers, LAN, the service servers); only then a second pass fans out to far targets
-    (every router, every client).
+    (every router, every client). Matches on `ignore`d devices (an answer already given) explain nothing.
     """
     touched: set[str] = {lead.lead}
     for far in passes:
-        for found in _family_steps(s, lead, leads, roles, tried, far, touched):
+        for found in _family_steps(s, lead, leads, roles, tried, far, touched, ignore):
             if found:
                 return found
     return match(s.flags, roles=roles, complete={lead.lead})
 
 
 def _family_steps(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles: dict[str, str], tried: set[str],
-                  far: bool, touched: set[str]) -> Iterator[list[Match]]:
+                  far: bool, touched: set[str], ignore: frozenset[str] = frozenset()) -> Iterator[list[Match]]:
     """One pass (near or far probes) of a lead's family search, one family per step: yields the matches once
     they explain the leads (and stops), else [] after each family."""
     # what the lead's own triage look raised points first (a DHCP client's settings: the server that gave them)
@@ -140,13 +142,13 @@ def _family_steps(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles
                 touched.add(device)
                 if _run(s, probe.check, device, f"{lead.kind} {lead.lead} -> skill {family}"):
                     touched |= _far_ends(s, device)
-                    found = match(s.flags, roles=roles)
+                    found = [m for m in match(s.flags, roles=roles) if not set(m.devices) & ignore]
                     if explains(found, leads, s, tried):
                         yield found
                         return
         if far or not any(p.on in FAR_TARGETS for p in skill(family).probes):
             tried.add(family)  # every probe of the skill has looked: its absence of evidence now counts
-        found = match(s.flags, roles=roles)
+        found = [m for m in match(s.flags, roles=roles) if not set(m.devices) & ignore]
         if explains(found, leads, s, tried):
             yield found
             return
@@ -229,15 +231,23 @@ def _second_look(s: Session, sym: Symptoms, found: list[Match], roles: dict[str,
     if hidden:
         return found + hidden
     gone = named | isolated | cut_off
-    seen = service_canary(s, gone, limit=SECOND_LOOK_URLS, note="second look: service canary")
+    users = client_positions(s.devices())
+    # every user behind the router the answer names: ask from one that still reaches its peers; a page
+    # that fails for want of the named devices is told apart below
+    avoid = gone if any(u not in gone for u in users) else named | isolated
+    seen = service_canary(s, avoid, limit=SECOND_LOOK_URLS, note="second look: service canary")
     if not seen.services or set(seen.leads) & named:
         return found
+    resolve_dependence(s, seen, note="second look: which server the page needs")
     if all(seen.depends_on.get(url) and seen.depends_on[url] <= gone for url, _ in seen.services):
         return found  # the pages fail for want of a server (or name server) the answer already cuts off
     leads = [x for x in classify(s, seen) if x.kind in SERVICE_KINDS and x.lead not in named]
     extra: list[Match] = []
+    looks = load_index().get("triage") or {}
     for lead in leads:
-        more = _skill_search(s, lead, leads, roles, tried)
+        if lead.kind in looks:
+            _run(s, looks[lead.kind], lead.lead, f"second look: triage {lead.kind} {lead.lead}")
+        more = _skill_search(s, lead, leads, roles, tried, ignore=frozenset(named))
         extra += [m for m in more if not m.fallback and m.label not in {f.label for f in found}
                   and not set(m.devices) & named and m not in extra]
         if extra:
@@ -325,7 +335,9 @@ def deterministic(s: Session) -> list[Match]:
         if pressed:
             return _settled(s, pressed, roles)
     swept = _sweep(s, roles)  # nothing but a residual explanation: look everywhere before settling for it
-    return swept if any(not m.fallback for m in swept) else found or swept
+    if any(not m.fallback for m in swept):
+        return _second_look(s, sym, swept, roles, tried)  # the deep scan stops at the first phase that matched
+    return found or swept
 
 
 PRESSURE_CHECKS = ("processes", "cpu_throttled", "access_log", "web_config", "dhcp_config", "dns_records")
