@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import yaml
 
+from faultline.diskspace import out_of_space, rollback
 from faultline.errors import FaultlineError
 from faultline.resources import warehouse_dir
 
@@ -227,12 +228,15 @@ def refresh_marts(conn: duckdb.DuckDBPyConnection, settings: Settings | None = N
                 try:
                     conn.execute(f'CREATE OR REPLACE TABLE "{spec.name}" AS\n{selects[spec.name]}')
                 except duckdb.Error as exc:
+                    full = out_of_space(exc)
+                    if full is not None:
+                        raise full from exc
                     raise FaultlineError(f"mart {spec.name} failed ({spec.sql_path}): {exc}",
                                          fix=f"fix the SELECT in {spec.sql_path}; nothing was refreshed") from exc
                 timings[spec.name] = time.perf_counter() - started
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            rollback(conn)
             raise
     finally:
         unregister_helpers(conn)

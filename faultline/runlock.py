@@ -119,8 +119,7 @@ def warehouse_lock(db_path: Path | str, purpose: str, *, wait_s: float = 0.0,
         _acquire(fd, db_path, wait_s, on_wait)
         me = Holder(pid=os.getpid(), host=socket.gethostname(), started_at=datetime.now(UTC),
                     command=command_line(), purpose=purpose)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, me.model_dump_json().encode(), 0)
+        _write_holder(fd, me)
         with _GUARD:
             _HELD[key] = [fd, 1]
         try:
@@ -128,7 +127,7 @@ def warehouse_lock(db_path: Path | str, purpose: str, *, wait_s: float = 0.0,
         finally:
             with _GUARD:
                 del _HELD[key]
-            os.ftruncate(fd, 0)  # a finished run is named by no one; a killed one stays named until the next
+            _write_holder(fd, None)  # a finished run is named by no one; a killed one stays named until the next
     finally:
         os.close(fd)  # closing the only descriptor releases the flock
 
@@ -165,6 +164,16 @@ def _acquire(fd: int, db_path: Path | str, wait_s: float, on_wait: Callable[[str
             on_wait(f"waiting up to {wait_s:g} s for {who}")
             told = True
         time.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
+
+
+def _write_holder(fd: int, holder: Holder | None) -> None:
+    """Name the holder in the lock file; a full disk leaves it unnamed (the flock, not the text, is the lock)."""
+    try:
+        os.ftruncate(fd, 0)
+        if holder is not None:
+            os.pwrite(fd, holder.model_dump_json().encode(), 0)
+    except OSError:
+        pass
 
 
 def _alive(pid: int) -> bool:

@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 import traceback
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
 import duckdb
+
+from faultline.diskspace import out_of_space
 
 RunStatus = Literal["running", "completed", "completed_with_failures", "failed"]
 
@@ -34,9 +38,30 @@ def finish_run(conn: duckdb.DuckDBPyConnection, run_id: str, *, status: RunStatu
     )
 
 
+@contextmanager
+def failed_on_raise(conn: duckdb.DuckDBPyConnection, run_id: str) -> Iterator[None]:
+    """Close the run as ``failed`` when the block raises (a full disk, an interrupt), as far as the warehouse
+    still takes the write; the error goes on up either way."""
+    try:
+        yield
+    except BaseException as exc:
+        try:
+            finish_run(conn, run_id, status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        except duckdb.Error:
+            pass  # the disk that stopped the run may refuse this row too; the run's error matters more
+        raise
+
+
 def record_failure(conn: duckdb.DuckDBPyConnection, *, run_id: str | None, stage: str, subject: str | None,
                    exc: BaseException) -> None:
-    """Store one failure (of an incident or an input file) as a row; the batch goes on."""
+    """Store one failure (of an incident or an input file) as a row; the batch goes on.
+
+    A full disk is not one subject's failure: every next write would fail too, this row included, so it is
+    raised as `faultline.diskspace.OutOfSpace` and stops the batch.
+    """
+    full = out_of_space(exc)
+    if full is not None:
+        raise full from exc
     conn.execute(
         "INSERT INTO run_failures VALUES (?, ?, ?, ?, ?, ?, ?, now())",
         [str(uuid.uuid4()), run_id, subject, stage, type(exc).__name__, str(exc),

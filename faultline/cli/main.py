@@ -88,7 +88,14 @@ def main(argv: list[str] | None = None) -> None:
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):
             exc.show()
             sys.exit(exc.exit_code)
-        raise
+        from faultline.diskspace import out_of_space
+
+        full = out_of_space(exc)  # a full disk wherever it surfaced: the path and the space left, not a traceback
+        if full is None:
+            raise
+        typer.secho(f"error: {full.message}", fg="red", err=True)
+        typer.echo(f"  fix: {full.fix}", err=True)
+        sys.exit(2)
     if isinstance(code, int) and code:
         sys.exit(code)
 

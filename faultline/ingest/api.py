@@ -16,11 +16,12 @@ import duckdb
 import pyarrow as pa
 
 from faultline.config import Settings
+from faultline.diskspace import rollback
 from faultline.errors import FaultlineError
 from faultline.ingest import store
 from faultline.ingest.prepared import Prepared
 from faultline.ingest.reading import FileIdentity, Reject, identify, read_file
-from faultline.runs import finish_run, record_failure, start_run
+from faultline.runs import failed_on_raise, finish_run, record_failure, start_run
 
 Kind = Literal["tickets", "logs", "docs"]
 KINDS: tuple[str, ...] = ("tickets", "logs", "docs")
@@ -217,7 +218,7 @@ def _commit(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, stag
                           quarantined=len(rejects), run_id=run_id)
         conn.execute("COMMIT")
     except Exception:
-        conn.execute("ROLLBACK")
+        rollback(conn)
         if streamed:
             conn.execute(f"DELETE FROM {prepared.table} WHERE source_file = ?", [source_file])
         raise
@@ -294,7 +295,7 @@ def ingest_many(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, 
                             own_transaction=False) for (_, staged, batch), result in zip(waiting, results)]
             conn.execute("COMMIT")
         except Exception:  # noqa: BLE001 - redone file by file below
-            conn.execute("ROLLBACK")
+            rollback(conn)
             done = []
             for (_, staged, batch), result in zip(waiting, results):
                 try:
@@ -356,10 +357,12 @@ def ingest_paths(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str,
     from faultline.progress import track
 
     tracked = track(files, description=f"ingest {kind}", enabled=progress)
-    if per_file is None:  # small files validated together
-        reports = ingest_many(conn, settings, kind, tracked, run_id=run_id, force=force, **options)
-    else:  # one call (the flow's task run) per file
-        reports = [per_file(conn, settings, kind, path, run_id=run_id, force=force, **options) for path in tracked]
+    with failed_on_raise(conn, run_id):  # a full disk stops the run (faultline.diskspace)
+        if per_file is None:  # small files validated together
+            reports = ingest_many(conn, settings, kind, tracked, run_id=run_id, force=force, **options)
+        else:  # one call (the flow's task run) per file
+            reports = [per_file(conn, settings, kind, path, run_id=run_id, force=force, **options)
+                       for path in tracked]
     report = IngestReport(run_id, kind, reports)
     failed = report.totals()["failed_files"]
     status = "completed" if not failed else ("failed" if failed == len(reports) else "completed_with_failures")

@@ -26,7 +26,7 @@ from faultline.errors import FaultlineError
 from faultline.ingest.api import FileReport, expand_paths, ingest_many, ingest_one
 from faultline.ingest.reading import Reject
 from faultline.ingest.store import replace_quarantine
-from faultline.runs import finish_run, record_failure, start_run
+from faultline.runs import failed_on_raise, finish_run, record_failure, start_run
 
 INCIDENT_FILE = "incident.json"
 ARCHIVE = "archive"  # a suite's syslog archive (faultline.corpus.archive)
@@ -107,23 +107,25 @@ def ingest_incidents(conn: duckdb.DuckDBPyConnection, settings: Settings, paths:
 
     run_id = start_run(conn, "ingest_incidents", settings=settings)
     report = IncidentIngestReport(run_id)
-    folders = incident_folders(paths)
-    tickets = _tickets_together(conn, settings, folders, run_id, force)
-    for folder in track(folders, description="ingest incidents", enabled=progress):
-        try:
-            _one(conn, settings, folder, report, force, tickets.get(folder))
-        except Exception as exc:  # noqa: BLE001 - recorded as a row; the batch goes on
-            record_failure(conn, run_id=run_id, stage="ingest_incident", subject=str(folder), exc=exc)
-            report.failed[folder.name] = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
-    # the suites' syslog archives: ordinary logs, no incident id (the lines name their devices)
-    report.files += ingest_many(conn, settings, "logs", expand_paths("logs", archive_folders(paths)), run_id=run_id,
-                                force=force)
-    # the inventories of the networks the suites ran (`<suite>/inventory/<scenario>_<size>/hosts.yaml`)
-    from faultline.inventory.ingest import ingest_inventory
+    with failed_on_raise(conn, run_id):  # a full disk stops the run (faultline.diskspace)
+        folders = incident_folders(paths)
+        tickets = _tickets_together(conn, settings, folders, run_id, force)
+        for folder in track(folders, description="ingest incidents", enabled=progress):
+            try:
+                _one(conn, settings, folder, report, force, tickets.get(folder))
+            except Exception as exc:  # noqa: BLE001 - recorded as a row; the batch goes on
+                record_failure(conn, run_id=run_id, stage="ingest_incident", subject=str(folder), exc=exc)
+                report.failed[folder.name] = (exc.message if isinstance(exc, FaultlineError)
+                                              else f"{type(exc).__name__}: {exc}")
+        # the suites' syslog archives: ordinary logs, no incident id (the lines name their devices)
+        report.files += ingest_many(conn, settings, "logs", expand_paths("logs", archive_folders(paths)),
+                                    run_id=run_id, force=force)
+        # the inventories of the networks the suites ran (`<suite>/inventory/<scenario>_<size>/hosts.yaml`)
+        from faultline.inventory.ingest import ingest_inventory
 
-    for folder in inventory_folders(paths):
-        inventory = ingest_inventory(conn, settings, folder, name=folder.name, force=force)  # its own run
-        report.files.extend(inventory.files)
+        for folder in inventory_folders(paths):
+            inventory = ingest_inventory(conn, settings, folder, name=folder.name, force=force)  # its own run
+            report.files.extend(inventory.files)
     failed_files = any(f.status == "failed" for f in report.files)
     status = "completed" if not (report.failed or failed_files) else "completed_with_failures"
     finish_run(conn, run_id, status=status, stats=report.as_dict())

@@ -23,6 +23,7 @@ import duckdb
 
 from faultline.config import Settings
 from faultline.db import release_shared_warehouse, shared_warehouse
+from faultline.diskspace import out_of_space, rollback
 from faultline.nightly import ledger, progress
 from faultline.nightly.backlog import BacklogItem, Method
 from faultline.nightly.corpus import FolderIngest
@@ -63,6 +64,8 @@ class Night:
         try:
             if exc is not None:
                 self.fail(exc)
+        except duckdb.Error:
+            pass  # a full disk may refuse the run's last row too; the error that stopped it goes on up
         finally:
             release_shared_warehouse(self.settings)
 
@@ -100,7 +103,8 @@ class Night:
                 ) -> list[tuple[BacklogItem, UnitResult, Exception | None]]:
         """Write finished units to the warehouse, each with its ``done`` ledger row: the batch in one transaction,
         or, when that fails, one transaction per unit so that a unit whose rows cannot be written fails alone
-        (its error comes back in its place)."""
+        (its error comes back in its place). A full disk stops the run (`OutOfSpace`): the batch is not written,
+        its units have no ledger row, and the next run does them again."""
         with closing(self.cursor()) as cursor:
             try:
                 cursor.execute("BEGIN TRANSACTION")
@@ -108,8 +112,11 @@ class Night:
                     self._persist_one(cursor, item, result)
                 cursor.execute("COMMIT")
                 return [(item, result, None) for item, result in done]
-            except Exception:  # noqa: BLE001 - the batch is written again unit by unit, each error kept
-                cursor.execute("ROLLBACK")
+            except Exception as exc:  # noqa: BLE001 - the batch is written again unit by unit, each error kept
+                rollback(cursor)
+                full = out_of_space(exc, self.settings.duckdb_path)
+                if full is not None:
+                    raise full from exc
             kept: list[tuple[BacklogItem, UnitResult, Exception | None]] = []
             for item, result in done:
                 try:
@@ -118,7 +125,7 @@ class Night:
                     cursor.execute("COMMIT")
                     kept.append((item, result, None))
                 except Exception as exc:  # noqa: BLE001 - a unit that cannot be stored is a failure row
-                    cursor.execute("ROLLBACK")
+                    rollback(cursor)
                     kept.append((item, result, exc))
             return kept
 

@@ -29,6 +29,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from faultline.config import Settings
+from faultline.diskspace import out_of_space, require_room, size
 from faultline.errors import FaultlineError
 from faultline.nightly.backlog import Method
 from faultline.nightly.work import Outcome
@@ -42,6 +43,8 @@ OUTPUT_TABLES: dict[Method, tuple[str, ...]] = {
     "verdict": ("verdicts", "verdict_claims", "verdict_checks", "evaluations", "llm_calls"),
 }
 SNAPSHOT_ALIAS = "frozen"
+# left free beside a frozen copy: the run's results go to the warehouse's WAL, often on the same disk
+COPY_HEADROOM = 16 * 1024 * 1024
 _CREATE = re.compile(r"^\s*CREATE\s+TABLE\s+(?:\"?[\w]+\"?\.)?\"?(\w+)\"?\s*\(", re.IGNORECASE)
 _KEYWORD = re.compile(r"^\s*(?:--[^\n]*\n\s*)*(\w+)", re.IGNORECASE)
 
@@ -80,22 +83,47 @@ def freeze(conn: duckdb.DuckDBPyConnection, settings: Settings, name: str) -> Pa
     """Checkpoint the warehouse and copy its file to `<work dir>/<name>.duckdb`; the copy's path.
 
     The caller is the only writer and writes nothing while the copy is made. Older copies of this run's
-    name are replaced; `thaw` removes one when its stage is over.
+    name are replaced; `thaw` removes one when its stage is over. Without room for the checkpoint, the copy
+    and the run's writes after it, the warehouse is left as it is (`OutOfSpace`, with the space needed and free).
     """
     folder = work_dir(settings)
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{name}.duckdb"
-    conn.execute("CHECKPOINT")
+    source = Path(settings.duckdb_path)
+    _check_room(source, folder)
+    try:
+        conn.execute("CHECKPOINT")
+    except duckdb.Error as exc:
+        full = out_of_space(exc, source)
+        if full is not None:
+            raise full from exc
+        raise
     partial = target.with_suffix(".partial")
     try:
-        shutil.copyfile(Path(settings.duckdb_path), partial)
+        shutil.copyfile(source, partial)
     except OSError as exc:
         partial.unlink(missing_ok=True)
-        raise FaultlineError(f"cannot copy the warehouse to {partial}: {exc}",
-                             fix="free space there or point nightly_work_dir (FAULTLINE_NIGHTLY_WORK_DIR) at a "
-                             "folder with room for one copy of the warehouse") from exc
+        raise FaultlineError(f"cannot copy the warehouse to {partial}: {exc}", fix=_ROOM_FIX) from exc
     partial.replace(target)
     return target
+
+
+_ROOM_FIX = ("free space there, or point nightly_work_dir (FAULTLINE_NIGHTLY_WORK_DIR) at a folder on another disk; "
+             "then run the nightly again (finished incidents are not redone)")
+
+
+def _check_room(source: Path, folder: Path) -> None:
+    """Refuse before writing: a checkpoint that runs out of space invalidates the warehouse for this process (DuckDB
+    treats it as fatal), and a copy that does leaves the run nothing to read."""
+    wal = source.with_name(source.name + ".wal")
+    pending = wal.stat().st_size if wal.exists() else 0  # the checkpoint moves it into the file
+    copy = source.stat().st_size + pending
+    same_disk = folder.stat().st_dev == source.parent.stat().st_dev
+    own = pending + COPY_HEADROOM + (copy if same_disk else 0)
+    require_room(source.parent, own, f"the nightly's checkpoint ({size(pending)}), results ({size(COPY_HEADROOM)} "
+                 f"kept free){f' and copy ({size(copy)})' if same_disk else ''} of the warehouse {source}", _ROOM_FIX)
+    if not same_disk:
+        require_room(folder, copy, f"the copy of the warehouse {source} ({size(copy)})", _ROOM_FIX)
 
 
 def thaw(path: Path) -> None:
