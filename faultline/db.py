@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from faultline.damage import damaged_warehouse, short_warehouse
 from faultline.errors import FaultlineError
 from faultline.resources import warehouse_dir
 from faultline.runlock import read_holder
@@ -102,6 +103,9 @@ def connect(path: Path | str, *, read_only: bool = False, auto_migrate: bool = T
     try:
         conn = duckdb.connect(str(path), read_only=read_only)
     except duckdb.IOException as exc:
+        damaged = damaged_warehouse(exc, path)
+        if damaged is not None:
+            raise damaged from exc
         holder = read_holder(path) if "lock" in str(exc).lower() else None
         raise FaultlineError(
             f"cannot open the warehouse {path}: {exc}"
@@ -115,8 +119,19 @@ def connect(path: Path | str, *, read_only: bool = False, auto_migrate: bool = T
         except duckdb.Error as exc:
             raise FaultlineError(f"invalid DuckDB memory limit {memory_limit!r}: {exc}",
                                  fix="set FAULTLINE_DUCKDB_MEMORY_LIMIT to a size such as 2GB or 512MB") from exc
+    short = short_warehouse(conn, path)
+    if short is not None:
+        conn.close()
+        raise short
     if auto_migrate and not read_only:
-        migrate(conn)
+        try:
+            migrate(conn)  # the first read: a file cut short fails here
+        except duckdb.IOException as exc:
+            conn.close()
+            damaged = damaged_warehouse(exc, path)
+            if damaged is None:
+                raise
+            raise damaged from exc
     return conn
 
 

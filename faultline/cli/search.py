@@ -74,8 +74,10 @@ def index_command(
     ctx: typer.Context,
     kind: str = typer.Option("all", "--kind", help="Which index to sync: tickets, docs or all."),
     as_json: bool = typer.Option(False, "--json", help="Print the sync statistics as JSON."),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Drop the index (also a damaged one) and build it "
+                                 "again from the warehouse, embedding every row."),
 ) -> None:
-    """Sync the search indexes with the warehouse, embedding only new or changed rows."""
+    """Sync the search indexes with the warehouse, embedding only new or changed rows (--rebuild: all rows)."""
     from faultline import db
     from faultline.errors import FaultlineError
     from faultline.retrieval.embed import Embedder
@@ -90,7 +92,7 @@ def index_command(
         conn = db.open_warehouse(settings)
         embedder = Embedder(settings)
         try:
-            results = [sync_index(conn, settings, name, embedder, progress=show)  # type: ignore[arg-type]
+            results = [sync_index(conn, settings, name, embedder, progress=show, rebuild=rebuild)  # type: ignore[arg-type]
                        for name in (_KINDS if kind == "all" else (kind,))]
         finally:
             conn.close()

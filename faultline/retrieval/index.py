@@ -238,13 +238,44 @@ def sync_index(
     kind: Kind,
     embedder: Embedder,
     progress: bool = False,
+    rebuild: bool = False,
 ) -> IndexStats:
     """Bring the Lance table for ``kind`` in line with the warehouse; see the module docstring.
 
     The native FTS index on ``text`` is rebuilt whenever rows changed (or it is missing); the ANN
     vector index is built, refreshed, retrained or dropped by the table's size (``ann.sync_vector_index``).
     A warehouse table with no rows drops the Lance table, so searches then say to ingest.
+    ``rebuild`` first removes the Lance table (also a damaged one) and indexes every row from scratch; a
+    damaged table met without it raises `DamagedState` naming the missing file and ``--rebuild``.
     """
+    from faultline.damage import damaged_index
+
+    if rebuild:
+        _remove_table(settings, TABLE_NAMES[kind])
+    try:
+        return _sync(conn, settings, kind, embedder, progress)
+    except (OSError, RuntimeError, ValueError) as exc:
+        damaged = damaged_index(exc, settings.lancedb_dir, kind)
+        if damaged is None:
+            raise
+        raise damaged from exc
+
+
+def _remove_table(settings: Settings, name: str) -> None:
+    """Drop the Lance table ``name``; when Lance cannot (its files are damaged), remove its folder."""
+    import shutil
+
+    db = open_lancedb(settings)
+    try:
+        if name in db.list_tables().tables:
+            db.drop_table(name)
+    except (OSError, RuntimeError, ValueError):
+        pass  # the folder removal below is the fallback
+    shutil.rmtree(settings.lancedb_dir / f"{name}.lance", ignore_errors=True)
+
+
+def _sync(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: Kind, embedder: Embedder,
+          progress: bool) -> IndexStats:
     from lancedb.index import FTS
 
     started = time.perf_counter()

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from faultline.damage import damaged_index
 from faultline.errors import FaultlineError
 from faultline.retrieval import ann
 from faultline.retrieval.index import (
@@ -108,6 +110,12 @@ def _run(table: Any, builder: Any, where: str | None, limit: int, columns: list[
             f"the {mode} search of the index failed: {exc}",
             fix="rebuild the search index with `faultline index`; if it persists, report it with the query text",
         ) from exc
+    except (OSError, RuntimeError) as exc:  # Lance reports a missing data file as a RuntimeError
+        kind = next((k for k, name in TABLE_NAMES.items() if name == table.name), table.name)
+        damaged = damaged_index(exc, Path(table.uri).parent, kind)
+        if damaged is None:
+            raise
+        raise damaged from exc
 
 
 def _fuse_rrf(vec: list[dict], txt: list[dict], w: float) -> dict[str, float]:

@@ -79,7 +79,11 @@ def snapshot_backend(snapshot_file: Path, baseline_file: Path | None = None, *, 
     elif baseline_file is None:
         candidate = snapshot_file.with_name("baseline.json.gz")
         baseline_file = candidate if candidate.is_file() and candidate != snapshot_file else None
-    base = snap.load(baseline_file).context() if baseline_file else None
+    base = None
+    if baseline_file:
+        baseline = snap.load(baseline_file)
+        _check_baseline(incident, baseline, snapshot_file, baseline_file)
+        base = baseline.context()
     files: dict[str, list[str]] = {}
     names, urls = [], []
     for call in incident.calls:
@@ -92,6 +96,31 @@ def snapshot_backend(snapshot_file: Path, baseline_file: Path | None = None, *, 
     return Backend(kind="snapshot", ctx=incident.context(), baseline_ctx=base, scenario=incident.scenario,
                    size=incident.size, files=files, dns_names=names, urls=urls,
                    offered=frozenset(call.probe for call in incident.calls))
+
+
+def _check_baseline(incident: Any, baseline: Any, snapshot_file: Path, baseline_file: Path) -> None:
+    """Refuse a baseline of another network: its scenario, size, phase and devices must be the snapshot's.
+
+    A baseline copied from another incident of the same network (scenario, size and devices alike) is accepted:
+    it is a healthy recording of that same network, which is all a baseline is.
+    """
+    from faultline.errors import FaultlineError
+
+    problems = []
+    if baseline.phase != "baseline":
+        problems.append(f"it was recorded in phase {baseline.phase!r}, not 'baseline'")
+    if (baseline.scenario, baseline.size) != (incident.scenario, incident.size):
+        problems.append(f"it records scenario {baseline.scenario} size {baseline.size}, the snapshot "
+                        f"{incident.scenario} size {incident.size}")
+    theirs = {(d["name"], d["role"]) for d in baseline.devices}
+    ours = {(d["name"], d["role"]) for d in incident.devices}
+    if theirs != ours:
+        only = sorted(n for n, _ in ours - theirs)[:5]
+        problems.append(f"its devices differ (the snapshot's {', '.join(only) or 'roles'} are not in it)")
+    if problems:
+        raise FaultlineError(f"{baseline_file} is not the baseline of {snapshot_file}: {'; '.join(problems)}",
+                             fix=f"copy this incident's own baseline.json.gz there, or remove {baseline_file} "
+                                 "to diagnose without a baseline")
 
 
 def lab_backend(settings: Settings) -> Backend:
