@@ -170,6 +170,10 @@ class Settings(BaseSettings):
         2.0, ge=0.0, description="First wait before retrying a failed model call; doubles per attempt."
     )
     llm_timeout_s: float = Field(120.0, gt=0.0, description="Timeout of one model call in seconds.")
+    llm_max_response_chars: int = Field(
+        200_000, ge=1000, description="Longest model reply accepted; a longer one is an invalid answer (re-asked, "
+        "stored cut short in llm_calls) instead of a megabyte row and a megabyte sent back with the re-ask."
+    )
     llm_temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature sent to the model.")
     astra_prefetch_candidates: int = Field(
         80, ge=1, description="Resolved tickets the ASTRA pre-fetch takes from hybrid search before reranking."

@@ -36,6 +36,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 _TRANSIENT = frozenset({"APIConnectionError", "Timeout", "RateLimitError", "ServiceUnavailableError",
                         "InternalServerError"})
+_KEPT_CHARS = 2000  # of a reply over the size limit: what is stored and shown back to the model
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
 _write_lock = threading.Lock()  # agents call the gateway from threads sharing one DuckDB connection
 
@@ -146,15 +147,20 @@ def _call(settings: Settings, conn: duckdb.DuckDBPyConnection, *, model: str, pr
         text = response.choices[0].message.content or ""
         tokens_in, tokens_out = _usage(response)
         duration = (time.perf_counter() - started) * 1000
+        cap = settings.llm_max_response_chars
         try:
+            if len(text) > cap:
+                raise InvalidOutput(f"the reply is {len(text)} characters, over the limit of {cap} "
+                                    "(llm_max_response_chars)")
             value = check(text)
         except InvalidOutput as exc:
             last_error = f"invalid output: {exc}"
-            record_call(conn, stage=stage, model=model, prompt=prompt, request=request, response=text,
+            kept = text if len(text) <= cap else f"{text[:_KEPT_CHARS]}... [{len(text) - _KEPT_CHARS} characters cut]"
+            record_call(conn, stage=stage, model=model, prompt=prompt, request=request, response=kept,
                         input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=_cost(litellm, response),
                         duration_ms=duration, error=last_error, incident_id=incident_id, run_id=run_id)
             messages = messages + [
-                {"role": "assistant", "content": text},
+                {"role": "assistant", "content": kept},
                 {"role": "user", "content": f"That reply was rejected ({exc}). Answer again with only the "
                                             "corrected JSON object, no other text."},
             ]

@@ -1,0 +1,128 @@
+"""A model endpoint that misbehaves on purpose: an OpenAI-style chat server on 127.0.0.1, for tests and benchmarks.
+
+litellm reaches it as any OpenAI-compatible provider (model ``openai/<behaviour>``, base URL `StubServer.base_url`),
+so every byte goes through litellm's real client, HTTP and error mapping. The model name picks the behaviour:
+
+- ``ok`` answers `StubServer.answer` (a fixed reply, or a function of the request's messages);
+- ``slow`` waits `StubServer.delay_s` before answering (longer than the caller's timeout);
+- ``status-<code>`` answers that HTTP status with an OpenAI error body (429, 500, 503, ...);
+- ``nonjson`` answers prose, ``badschema`` a JSON object of the wrong shape, ``huge`` 1 MB of JSON;
+- ``flaky-<n>`` answers 429 to the first n requests, then as ``ok``.
+
+Every request is kept (model, messages, arrival time) so a test sees the attempts and the waits between them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+HUGE_BYTES = 1_000_000
+Answer = str | Callable[[list[dict[str, Any]]], str]
+
+
+@dataclass
+class Request:
+    """One request the server received."""
+
+    model: str
+    messages: list[dict[str, Any]]
+    at: float
+
+
+@dataclass
+class StubServer:
+    """The server and what it was asked; use as a context manager (it stops and joins its thread on exit)."""
+
+    answer: Answer = '{"ok": true}'
+    delay_s: float = 5.0
+    requests: list[Request] = field(default_factory=list)
+    _server: ThreadingHTTPServer | None = None
+    _thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL (``.../v1``) to give litellm (``api_base`` or ``OPENAI_API_BASE``)."""
+        assert self._server is not None, "start the server first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def count(self, model: str) -> int:
+        """How many requests named `model` (without the ``openai/`` prefix)."""
+        with self._lock:
+            return sum(r.model == model for r in self.requests)
+
+    def start(self) -> Self:
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                model = str(body.get("model", ""))
+                with stub._lock:
+                    stub.requests.append(Request(model, body.get("messages", []), time.monotonic()))
+                    seen = sum(r.model == model for r in stub.requests)
+                status, payload = stub._respond(model, body.get("messages", []), seen)
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (a timeout): nothing to answer
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="llm-stub", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _respond(self, model: str, messages: list[dict[str, Any]], seen: int) -> tuple[int, dict[str, Any]]:
+        if model.startswith("status-"):
+            code = int(model.split("-", 1)[1])
+            return code, {"error": {"message": f"stub: status {code}", "type": "stub_error", "code": code}}
+        if model.startswith("flaky-") and seen <= int(model.split("-", 1)[1]):
+            return 429, {"error": {"message": "stub: rate limited", "type": "rate_limit_error", "code": 429}}
+        if model == "slow":
+            time.sleep(self.delay_s)
+        if model == "nonjson":
+            text = "I think the root cause is probably BGP, but I cannot answer in JSON today."
+        elif model == "badschema":
+            text = json.dumps({"unexpected": ["shape"], "score": "high"})
+        elif model == "huge":
+            text = json.dumps({"padding": "x" * HUGE_BYTES})
+        else:
+            text = self.answer(messages) if callable(self.answer) else self.answer
+        return 200, _completion(model, text)
+
+
+def _completion(model: str, text: str) -> dict[str, Any]:
+    return {"id": "stub-1", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": max(1, len(text) // 4),
+                      "total_tokens": 10 + max(1, len(text) // 4)}}
