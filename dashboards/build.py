@@ -24,6 +24,7 @@ from dashboards.pages_results import rounds_page, sade_page, stratification_page
 from dashboards.query import MartReader
 from faultline.errors import FaultlineError
 
+PARTIAL_SUFFIX = ".partial"
 DATABASE_SQL = "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
 
 
@@ -41,7 +42,8 @@ class BuildResult:
 
 def build_dashboards(conn: duckdb.DuckDBPyConnection, out_dir: Path) -> BuildResult:
     """Write the whole site into `out_dir` (created; earlier incident pages no longer backed by a mart row
-    are removed) and return the pages written."""
+    are removed) and return the pages written. Each file is written whole (`write_whole`), so a killed build
+    leaves the previous page, never half of a new one."""
     started = time.perf_counter()
     out_dir = Path(out_dir)
     try:
@@ -56,11 +58,13 @@ def build_dashboards(conn: duckdb.DuckDBPyConnection, out_dir: Path) -> BuildRes
     written: list[Path] = []
 
     def write(path: Path, title: str, page_id: str, body: Html, *, root: str = "", current: str = "") -> None:
-        path.write_text(render_page(title=title, page_id=page_id, body=body, root=root, generated=generated,
-                                    warehouse=warehouse, current=current), encoding="utf-8")
+        write_whole(path, render_page(title=title, page_id=page_id, body=body, root=root, generated=generated,
+                                      warehouse=warehouse, current=current))
         written.append(path)
 
-    (out_dir / "style.css").write_text(stylesheet(), encoding="utf-8")
+    for partial in out_dir.rglob(f"*{PARTIAL_SUFFIX}"):  # what a killed build was writing
+        partial.unlink()
+    write_whole(out_dir / "style.css", stylesheet())
     incidents = reader.rows("mart_incidents", order_by=["is_historical", "incident_id"])
     pages: list[tuple[str, str, Callable[[], Html]]] = [
         ("index.html", "Run overview", lambda: index_page(reader)),
@@ -83,3 +87,10 @@ def build_dashboards(conn: duckdb.DuckDBPyConnection, out_dir: Path) -> BuildRes
             stale.unlink()
     return BuildResult(out_dir=out_dir, index=out_dir / "index.html", pages=written, incident_pages=len(incidents),
                        seconds=time.perf_counter() - started, missing_marts=sorted(reader.missing))
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write `text` to `path` so that a reader (or a crash) never sees half of it: a sibling file, then a rename."""
+    partial = path.with_name(path.name + PARTIAL_SUFFIX)
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(path)

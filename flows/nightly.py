@@ -27,6 +27,7 @@ from faultline.errors import FaultlineError
 from faultline.nightly.backlog import BacklogItem, Method, NetworkBackend
 from faultline.nightly.corpus import ingest_corpus
 from faultline.nightly.docs_service import shared_docs_server
+from faultline.nightly.leftovers import clear_leftovers
 from faultline.nightly.night import Harvest, Night
 from faultline.nightly.summary import Analysis, markdown
 from faultline.nightly.workspace import UnitResult, freeze, thaw
@@ -192,6 +193,8 @@ def nightly_flow(corpus: str | None = None, limit: int | None = None, incidents:
     sql = {"retries": settings.nightly_sql_retries, "retry_delay_seconds": settings.nightly_sql_retry_delay_s}
     flow_run_id = str(runtime.flow_run.id) if runtime.flow_run.id else None
     with settings_lock(settings, "nightly run"), Night.begin(settings, prefect_flow_run_id=flow_run_id) as run:
+        with closing(run.cursor()) as cursor:  # a killed run's `running` row and frozen copies
+            clear_leftovers(cursor, settings, run.run_id)
         with run.stage("ingest"):
             ingested = ingest_corpus(run.cursor(), settings, Path(corpus), prefect_flow_run_id=run.prefect_flow_run_id,
                                      ingest_folder=ingest_incidents_task.with_options(**sql),
