@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 _DUCKDB_DAMAGE = re.compile(r"could not read enough bytes|not a valid duckdb database file|corrupt|checksum",
                             re.IGNORECASE)
-_SIZE_SQL = "SELECT block_size, total_blocks FROM pragma_database_size() WHERE database_name = current_database()"
+# used blocks, not total: a checkpoint cuts free blocks off the file's end while still counting them in the total
+_SIZE_SQL = "SELECT block_size, used_blocks FROM pragma_database_size() WHERE database_name = current_database()"
 _HEADER_BYTES = 3 * 4096  # DuckDB's file header and its two database headers come before the first block
 _LANCE_MISSING = re.compile(r"not found: (\S+?\.lance/\S+?\.lance)", re.IGNORECASE)
 
@@ -40,10 +41,10 @@ def damaged_warehouse(exc: BaseException, path: Path | str) -> DamagedState | No
 
 
 def short_warehouse(conn: duckdb.DuckDBPyConnection, path: Path | str) -> DamagedState | None:
-    """A `DamagedState` when the DuckDB file `path` is shorter than the blocks its header counts (a copy cut
-    short: DuckDB opens it and fails only on the first read past the end); None when it is whole."""
-    if str(path) == ":memory:":
-        return None
+    """A `DamagedState` when the DuckDB file `path` is shorter than the blocks it has in use (a copy cut short:
+    DuckDB opens it and fails only on the first read past the end); None when it is long enough."""
+    if str(path) == ":memory:" or Path(f"{path}.wal").exists():
+        return None  # blocks a write-ahead log replays are counted before they reach the file
     row = conn.execute(_SIZE_SQL).fetchone()
     if row is None or not row[1]:
         return None
@@ -52,8 +53,8 @@ def short_warehouse(conn: duckdb.DuckDBPyConnection, path: Path | str) -> Damage
     have = Path(path).stat().st_size
     if have >= needed:
         return None
-    return damaged_warehouse(RuntimeError(f"Corrupt: the file holds {have} bytes, its header counts {blocks} "
-                                          f"blocks of {block_size} ({needed} bytes)"), path)
+    return damaged_warehouse(RuntimeError(f"Corrupt: the file holds {have} bytes, fewer than its {blocks} blocks "
+                                          f"in use of {block_size} bytes need ({needed})"), path)
 
 
 def damaged_index(exc: BaseException, folder: Path | str, kind: str) -> DamagedState | None:

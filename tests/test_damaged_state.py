@@ -126,3 +126,12 @@ def test_eval_sade_lists_the_wrong_baseline_as_failed_and_scores_the_rest(tmp_pa
     batch = json.loads(capsys.readouterr().out)
     assert [(f["incident_id"], "is not the baseline of" in f["error"]) for f in batch["failures"]] == [(INCIDENT, True)]
     assert [i["score"]["incident_id"] for i in batch["incidents"]] == [SAME_NETWORK]
+
+
+def test_a_truncated_snapshot_names_the_file(tmp_path):
+    folder = tmp_path / INCIDENT
+    shutil.copytree(BACKLOG / INCIDENT, folder)
+    snapshot = folder / "snapshot.json.gz"
+    snapshot.write_bytes(snapshot.read_bytes()[:4000])
+    with pytest.raises(FaultlineError, match=f"{snapshot}: not a Faultline snapshot \\(EOFError"):
+        snapshot_backend(snapshot)

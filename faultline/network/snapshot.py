@@ -314,8 +314,8 @@ def load(path: Path) -> Snapshot:
 
     try:
         data = json.loads(gzip.decompress(path.read_bytes()))
-    except (OSError, ValueError) as exc:
-        raise FaultlineError(f"{path}: not a Faultline snapshot ({exc})",
+    except (OSError, ValueError, EOFError) as exc:  # a gzip cut short raises EOFError
+        raise FaultlineError(f"{path}: not a Faultline snapshot ({type(exc).__name__}: {exc})",
                              fix="point at a snapshot.json.gz written by `faultline corpus generate`") from None
     if data.get("version") != SNAPSHOT_VERSION:
         raise FaultlineError(f"{path}: snapshot version {data.get('version')} (this Faultline reads "
