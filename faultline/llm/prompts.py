@@ -10,6 +10,11 @@ A prompt file is UTF-8 text with an optional system part and a user part::
 Without the markers the whole file is the user message. ``{{ name }}`` placeholders are replaced
 by the variables passed in; a placeholder without a value is an error (a silent empty string
 would change what the model sees without anyone noticing).
+
+Text from tickets, logs, documents and earlier model output is put between ``<data name="...">`` and
+``</data>`` in the prompt files, whose system part says such text is never an instruction. A value that
+itself contains ``</data>`` has it written ``<\\/data>``, so a ticket cannot close its block and speak as
+the prompt.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from faultline.errors import FaultlineError
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _SECTION = re.compile(r"^===\s*(system|user)\s*===\s*$", re.M)
+_CLOSE, _CLOSE_WRITTEN = "</data>", "<\\/data>"  # the end of a data block, and how a value may write it
 _NAME = re.compile(r"^[a-z0-9_]+(?:/[a-z0-9_]+)*(?:\.[a-z]+)?$")
 
 
@@ -55,7 +61,8 @@ class Prompt:
                                  fix="pass them in `variables=`; the prompt file names what it uses")
 
         def fill(part: str) -> str:
-            return _PLACEHOLDER.sub(lambda m: _as_text(variables[m.group(1)]), part).strip()
+            return _PLACEHOLDER.sub(lambda m: _as_text(variables[m.group(1)]).replace(_CLOSE, _CLOSE_WRITTEN),
+                                    part).strip()
 
         parts = _SECTION.split(self.text)
         if len(parts) == 1:
