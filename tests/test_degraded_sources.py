@@ -108,7 +108,7 @@ def test_eval_sade_keeps_going_past_a_damaged_snapshot_and_fails_when_all_did(ru
     report = json.loads(capsys.readouterr().out)
     assert [i["score"]["incident_id"] for i in report["incidents"]] == ["sample-backlog-001"]
     assert report["failures"][0]["incident_id"] == "sample-backlog-005"
-    assert "EOFError" in report["failures"][0]["error"]
+    assert "snapshot.json.gz" in report["failures"][0]["error"]  # names the damaged file
 
     shutil.rmtree(corpus / "sample-backlog-001")
     run_cli("eval", "sade", "--corpus", str(corpus), expect_exit=1)

@@ -88,7 +88,7 @@ def _all_failed_eval(place: _Place) -> Trial:
 
 def _all_failed_sade(place: _Place) -> Trial:
     proc = place.run("eval", "sade", "--corpus", str(place.damaged))
-    problem = _said(proc, "all 1 incident evaluations", f"failed sade {INCIDENT}", "EOFError")
+    problem = _said(proc, "all 1 incident evaluations", f"failed sade {INCIDENT}", "snapshot.json.gz")
     if proc.returncode != 1 or problem:
         return Trial(False, f"exit {proc.returncode}; {problem}", "eval sade whose every incident failed: exit 1")
     return Trial(True, "exit 1: the truncated snapshot is a failed incident")
