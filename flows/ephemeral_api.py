@@ -19,6 +19,7 @@ from typing import Any
 
 PREFECT_FACTORY = "prefect.server.api.server:create_app"
 GUARDED_FACTORY = "flows.ephemeral_api:create_app"
+PARENT_PID_ENV = "FAULTLINE_PARENT_PID"
 PARENT_POLL_S = 1.0
 STOP_GRACE_S = 15.0  # uvicorn's clean shutdown; after that the server exits without it
 
@@ -56,7 +57,9 @@ class _GuardedSubprocess:
         self._module = module
 
     def Popen(self, args: list[str], **options: Any) -> Any:  # stands in for subprocess.Popen
-        args = [GUARDED_FACTORY if arg == PREFECT_FACTORY else arg for arg in args]
+        if PREFECT_FACTORY in args:
+            args = [GUARDED_FACTORY if arg == PREFECT_FACTORY else arg for arg in args]
+            options["env"] = {**(options.get("env") or os.environ), PARENT_PID_ENV: str(os.getpid())}
         return self._module.Popen(args, **options)
 
     def __getattr__(self, name: str) -> Any:
@@ -65,7 +68,8 @@ class _GuardedSubprocess:
 
 def create_app() -> Any:
     """Prefect's API application, in a server process that stops once its parent process is gone."""
-    _stop_with_parent(os.getppid())
+    # the starter's pid: a parent killed while uvicorn was still importing has already handed us on
+    _stop_with_parent(int(os.environ.get(PARENT_PID_ENV) or os.getppid()))
     from prefect.server.api.server import create_app as prefect_app
 
     return prefect_app()

@@ -13,6 +13,7 @@ are whole; the LanceDB tables equal the warehouse; no frozen copy is left.
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import time
@@ -80,7 +81,10 @@ class _Templates:
 
     def _make(self, folder: Path, base: Path | None, commands: list[tuple[str, ...]],
               timed: int | None) -> Path:
-        if not (folder / "wh.duckdb").is_file():
+        timing = folder.with_suffix(".seconds.json")  # a kept work folder's templates keep their clean times
+        if (folder / "wh.duckdb").is_file() and timing.is_file():
+            self.seconds.update(json.loads(timing.read_text()))
+        else:
             shutil.rmtree(folder, ignore_errors=True)
             if base is not None:
                 shutil.copytree(base, folder)
@@ -91,6 +95,9 @@ class _Templates:
                     raise RuntimeError(f"faultline {' '.join(args)} exited {done.returncode}: {tail(done.stderr)}")
                 if number == timed:
                     self.seconds[args[0]] = time.monotonic() - began
+                    timing.write_text(json.dumps({args[0]: self.seconds[args[0]]}))
+            if timed is None:
+                timing.write_text("{}")
         return folder
 
     def _time_last_stages(self) -> dict[str, float]:

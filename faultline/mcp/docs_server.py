@@ -124,12 +124,16 @@ def build_docs_server(settings: Settings) -> Any:
     return server
 
 
+PARENT_PID_ENV = "FAULTLINE_PARENT_PID"
+
+
 def _exit_with_parent() -> None:
     import os
     import threading
     import time
 
-    parent = os.getppid()
+    # the starter's pid when it gave it: a parent killed before this line ran has already handed us on
+    parent = int(os.environ.get(PARENT_PID_ENV) or os.getppid())
 
     def watch() -> None:
         while os.getppid() == parent:  # an orphan is handed to another process

@@ -16,6 +16,7 @@ not fatal: the units then spawn their own, as before, and the reason is logged.
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import socket
 import subprocess
@@ -39,13 +40,15 @@ def shared_docs_server(settings: Settings) -> Iterator[Settings]:
     if settings.docs_mcp_url or settings.nightly_task_runner == "cluster":
         yield settings
         return
-    from faultline.astra.docs_client import close_shared, server_command
-
     from pydantic import SecretStr
+
+    from faultline.astra.docs_client import close_shared, server_command
+    from faultline.mcp.docs_server import PARENT_PID_ENV
 
     args, env = server_command(settings)
     token = settings.mcp_token.get_secret_value() or secrets.token_urlsafe(32)
     env["FAULTLINE_MCP_TOKEN"] = token  # in the environment: a command line is visible to every user
+    env[PARENT_PID_ENV] = str(os.getpid())  # so that a server whose parent died while it started still stops
     with tempfile.TemporaryFile() as errors:
         port = _free_port()
         server = subprocess.Popen([sys.executable, *args, "--http", str(port), "--exit-with-parent"], env=env,
