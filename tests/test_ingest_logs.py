@@ -161,17 +161,39 @@ def test_a_file_that_fails_to_write_in_a_group_fails_alone(conn, settings, tmp_p
         (folder / f"r{n}.log").write_text(f"Jun 14 15:16:0{n} r{n} sshd[5]: session opened\n")
     real = store.record_file
 
-    def full_disk_on_r2(conn, **row):  # the ledger write of one file fails, as on a disk that filled up
+    def refused_on_r2(conn, **row):  # the ledger write of one file fails (a full disk stops the run instead)
         if row["source_file"].endswith("r2.log"):
-            raise OSError(28, "No space left on device")
+            raise RuntimeError("the ledger refused r2.log")
         return real(conn, **row)
 
-    monkeypatch.setattr(store, "record_file", full_disk_on_r2)
+    monkeypatch.setattr(store, "record_file", refused_on_r2)
     report = _ingest(conn, settings, folder)
     assert [(Path(f.path).name, f.status) for f in report.files] == [
         ("r0.log", "ingested"), ("r1.log", "ingested"), ("r2.log", "failed"), ("r3.log", "ingested")]
-    assert "No space left" in report.files[2].error
+    assert "ledger refused" in report.files[2].error
     written = {Path(p).name for (p,) in conn.execute("SELECT DISTINCT source_file FROM log_lines").fetchall()}
     assert written == {"r0.log", "r1.log", "r3.log"}  # nothing half-written for the file that failed
     assert conn.execute("SELECT count(*) FROM run_failures WHERE incident_id LIKE '%r2.log'").fetchone()[0] == 1
     _balanced(conn, type(report)(report.run_id, report.kind, [f for f in report.files if f.status == "ingested"]))
+
+
+def test_small_files_are_written_in_one_transaction_not_one_each(conn, settings, tmp_path, monkeypatch):
+    from faultline.ingest import api
+
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    for n in range(5):
+        (folder / f"r{n}.log").write_text(f"Jun 14 15:16:0{n} r{n} sshd[5]: session opened\n")
+    calls = []
+    real = api._commit
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("own_transaction", True))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(api, "_commit", spy)
+    report = _ingest(conn, settings, folder)
+    assert [f.status for f in report.files] == ["ingested"] * 5
+    # the group's write took: no file was written again on its own (the fallback a failed group takes)
+    assert calls == [False] * 5
+    _balanced(conn, report)

@@ -186,9 +186,11 @@ def _stage(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, path:
 
 
 def _commit(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, staged: _Staged, run_id: str | None,
-            batches: Iterable[pa.Table], validated: list[tuple[pa.Table, list[Reject]]] | None = None) -> FileReport:
+            batches: Iterable[pa.Table], validated: list[tuple[pa.Table, list[Reject]]] | None = None, *,
+            own_transaction: bool = True) -> FileReport:
     """Write one staged file: each batch validated (or already `validated`), its accepted rows, its quarantine
-    and its ledger line."""
+    and its ledger line. With `own_transaction=False` the file is written inside the caller's transaction (a
+    group of one-batch files), which commits or rolls back; a raise leaves that to the caller."""
     from faultline.quality.suites import load_suite
 
     prepared, source_file, ident = staged.prepared, staged.source_file, staged.ident
@@ -197,7 +199,8 @@ def _commit(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, stag
     rejects = list(prepared.rejects)
     accepted = 0
     counts: dict[str, int] = {}
-    conn.execute("BEGIN TRANSACTION")
+    if own_transaction:
+        conn.execute("BEGIN TRANSACTION")
     try:
         for number, batch in enumerate(batches):
             kept, gx_rejects = validated[number] if validated is not None else _validate(batch, prepared, suite)
@@ -205,7 +208,7 @@ def _commit(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, stag
             accepted += kept.num_rows
             for key, value in prepared.writer(conn, kept, source_file, number == 0).items():
                 counts[key] = counts.get(key, 0) + value
-            if streamed:
+            if streamed and own_transaction:  # in a group the file is one batch: the group commits it
                 conn.execute("COMMIT")
                 conn.execute("BEGIN TRANSACTION")
         if accepted + len(rejects) != prepared.records_in:
@@ -216,8 +219,11 @@ def _commit(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, stag
         store.record_file(conn, kind=kind, source_file=source_file, sha256=ident.sha256,
                           size_bytes=ident.size_bytes, records_in=prepared.records_in, accepted=accepted,
                           quarantined=len(rejects), run_id=run_id)
-        conn.execute("COMMIT")
+        if own_transaction:
+            conn.execute("COMMIT")
     except Exception:
+        if not own_transaction:
+            raise
         rollback(conn)
         if streamed:
             conn.execute(f"DELETE FROM {prepared.table} WHERE source_file = ?", [source_file])
