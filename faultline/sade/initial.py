@@ -163,9 +163,10 @@ def _canary(s: Session, sym: Symptoms, src: Device | None = None, limit: int = M
             owner = _url_owner(s, rec)
             if owner and owner not in sym.leads:
                 sym.leads.append(owner)
-            if _resolver_silent(rec):
+            silent = _resolver_silent(rec)
+            if silent:
                 sym.unresolved.add(url)
-            if rec.status == "dns_error" or _resolver_silent(rec):
+            if rec.status == "dns_error" or silent:
                 sym.depends_on[url] = {d.name for d in s.devices("dns")}
             elif owner and rec.status != "ok":
                 sym.depends_on[url] = {owner}
@@ -183,7 +184,7 @@ def _canary(s: Session, sym: Symptoms, src: Device | None = None, limit: int = M
                         sym.leads.append(dns.name)
             if src.name not in sym.leads:
                 sym.leads.append(src.name)
-            if _resolver_silent(rec):
+            if silent:
                 break  # every further name from this user goes to the same silent resolver: nothing new to see
 
 
@@ -194,10 +195,9 @@ def resolve_dependence(s: Session, sym: Symptoms, note: str) -> None:
     from urllib.parse import urlsplit
 
     for url, _ in sym.services:
-        host = urlsplit(url).hostname or ""
-        if url in sym.depends_on or url in sym.unresolved or sym.source is None or IPV4_TEXT.fullmatch(host):
+        if url in sym.depends_on or url in sym.unresolved or sym.source is None or _url_address(url):
             continue
-        out = s.probe("dig", src=sym.source, name=host, note=note)
+        out = s.probe("dig", src=sym.source, name=urlsplit(url).hostname or "", note=note)
         rec = out.record if out is not None else None
         owners = {d.name for a in (rec.answers if rec is not None and rec.status == "NOERROR" else [])
                   if a.rtype == "A" and (d := owner_of(s, a.data))}
@@ -229,9 +229,14 @@ def _user_position(s: Session) -> Device | None:
 
 def _url_owner(s: Session, rec) -> str | None:
     """The device that serves the page: by the address curl connected to, else by an address in the URL."""
-    from urllib.parse import urlsplit
-
-    host = urlsplit(rec.url).hostname or ""
-    ip = rec.remote_ip or (host if IPV4_TEXT.fullmatch(host) else None)
+    ip = rec.remote_ip or _url_address(rec.url)
     d = owner_of(s, ip) if ip else None
     return d.name if d else None
+
+
+def _url_address(url: str) -> str | None:
+    """The IPv4 address a URL names as its host (http://10.1.2.10/), None for a name."""
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or ""
+    return host if IPV4_TEXT.fullmatch(host) else None

@@ -142,18 +142,23 @@ def _family_steps(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles
                 touched.add(device)
                 if _run(s, probe.check, device, f"{lead.kind} {lead.lead} -> skill {family}"):
                     touched |= _far_ends(s, device)
-                    found = [m for m in match(s.flags, roles=roles) if not set(m.devices) & ignore]
+                    found = _matches_beside(s, roles, ignore)
                     if explains(found, leads, s, tried):
                         yield found
                         return
         if far or not any(p.on in FAR_TARGETS for p in skill(family).probes):
             tried.add(family)  # every probe of the skill has looked: its absence of evidence now counts
-        found = [m for m in match(s.flags, roles=roles) if not set(m.devices) & ignore]
+        found = _matches_beside(s, roles, ignore)
         if explains(found, leads, s, tried):
             yield found
             return
         queue = [f for f in redirects(s, touched) if f not in started] + queue
         yield []
+
+
+def _matches_beside(s: Session, roles: dict[str, str], ignore: frozenset[str]) -> list[Match]:
+    """The matches of the flags so far, but those on devices an answer already names (`ignore`)."""
+    return [m for m in match(s.flags, roles=roles) if not set(m.devices) & ignore]
 
 
 def _interleaved(s: Session, leads: list[LeadSymptom], roles: dict[str, str], tried: set[str], far: bool,
@@ -202,13 +207,18 @@ def _triage(s: Session, leads: list[LeadSymptom], roles: dict[str, str], tried: 
     """SADE's infra_sweep over the suspects first: the index's one cheap look per symptom kind (`triage:`, an
     interface and address look at an isolated or unstable device) on every lead (several leads often share one
     cause; the device that shows it saves a family search on the others)."""
-    looks = load_index().get("triage") or {}
     for lead in leads:
-        if lead.kind in looks and _run(s, looks[lead.kind], lead.lead, f"triage {lead.kind} {lead.lead}"):
+        if _triage_look(s, lead, "triage"):
             found = match(s.flags, roles=roles)
             if explains(found, leads, s, tried):
                 return found
     return []
+
+
+def _triage_look(s: Session, lead: LeadSymptom, note: str) -> bool:
+    """The index's one cheap look for the lead's kind on the lead, if it has one; whether it asked anything new."""
+    check = (load_index().get("triage") or {}).get(lead.kind)
+    return bool(check) and _run(s, check, lead.lead, f"{note} {lead.kind} {lead.lead}")
 
 
 MAX_SUSPECTS = 2  # isolated devices the second look examines itself
@@ -243,10 +253,8 @@ def _second_look(s: Session, sym: Symptoms, found: list[Match], roles: dict[str,
         return found  # the pages fail for want of a server (or name server) the answer already cuts off
     leads = [x for x in classify(s, seen) if x.kind in SERVICE_KINDS and x.lead not in named]
     extra: list[Match] = []
-    looks = load_index().get("triage") or {}
     for lead in leads:
-        if lead.kind in looks:
-            _run(s, looks[lead.kind], lead.lead, f"second look: triage {lead.kind} {lead.lead}")
+        _triage_look(s, lead, "second look: triage")
         more = _skill_search(s, lead, leads, roles, tried, ignore=frozenset(named))
         extra += [m for m in more if not m.fallback and m.label not in {f.label for f in found}
                   and not set(m.devices) & named and m not in extra]
@@ -280,8 +288,6 @@ def _affected_look(s: Session, found: list[Match], roles: dict[str, str]) -> lis
     """A server-side answer that names the users it reached by a flag (`flagged:<kind>`) but was found without
     any of them (from a ticket, say) runs its fingerprint's `affected` check on the user positions, one per
     subnet; the matches again with what they show."""
-    from faultline.network.snapshot import client_positions
-
     todo = []
     for m in found:
         fp = _fingerprint(m)
