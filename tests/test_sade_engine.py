@@ -292,6 +292,28 @@ def test_a_second_fault_the_first_answer_does_not_explain_is_submitted_too(case:
     assert ev.diagnosis.probe_calls < 60  # the flat baseline asks about 60
 
 
+def test_a_filter_on_a_router_past_the_gateway_is_found_by_the_acl_skill() -> None:
+    folder = SAMPLE / "backlog/sample-backlog-036"  # ospf_acl_block on the server LAN's switch-router
+    diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
+    assert diag.submission is not None
+    assert diag.submission.v1.root_cause_name == ["ospf_acl_block"]
+    assert diag.submission.v1.faulty_devices == ["switch_server_access"]
+    read = next(st for st in diag.steps if st.tool == "nft_ruleset" and st.args.get("dev") == "switch_server_access")
+    assert "skill acl" in read.note  # the skill's far pass asked, not the deep scan
+    assert diag.probe_calls < 45  # 67 when only the deep scan read the routers' filters (the flat baseline: 110)
+
+
+def test_a_router_filter_beside_a_host_fault_is_submitted_too() -> None:
+    from faultline.sade.evaluate import evaluate_folder
+
+    # a wrong netmask on one user and an OSPF drop rule on a core router that cuts another user's LAN off
+    ev = evaluate_folder(CASES_DIR / "two-faults-011")
+    assert ev.diagnosis.submission is not None
+    assert sorted(ev.diagnosis.submission.v1.root_cause_name) == ["host_incorrect_netmask", "ospf_acl_block"]
+    assert sorted(ev.diagnosis.submission.v1.faulty_devices) == ["core_router_1", "host_2_1_1_1"]
+    assert ev.diagnosis.probe_calls < 167  # the flat baseline's count on this incident
+
+
 def test_a_page_whose_server_the_answer_cut_off_starts_no_second_search() -> None:
     folder = SAMPLE / "backlog/sample-backlog-004"  # bgp_asn_misconfig: web1.pod0's server is cut off
     diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
