@@ -1,8 +1,8 @@
 """Refinement that can change the verdict: the network is asked again about what the logs point at.
 
 Everything runs on recorded lab snapshots of the sample backlog (no root, no lab) and a real DuckDB warehouse:
-sample-backlog-045 has two faults (http_acl_block on host_1_1_1_1 and dhcp_service_down on dhcp_server); the
-network diagnosis names the first, the DHCP server's log names the second. sample-backlog-043 (link_down and
+sample-backlog-044 has two faults (host_missing_ip on pc_0_0 and bgp_acl_block on leaf_0_1, whose BGP sessions
+the other leaf's routes do not need); the network diagnosis names the first, the routers' logs the second. sample-backlog-043 (link_down and
 dns_service_down) is the cross-check's own case. sample-backlog-014's logs read dns_service_down where the
 network shows a wrong DNS record.
 """
@@ -93,26 +93,26 @@ def test_a_second_fault_the_network_confirms_joins_the_verdict_with_its_probe_ci
     from faultline.verdict.store import load_verdict, save_verdict
 
     conn, settings = warehouse
-    inputs = _inputs(conn, "sample-backlog-045", "dhcp_service_down", ["dhcp_server"])
-    final, first = refine(conn, settings, inputs, _checker("sample-backlog-045"))
-    assert first.labels == ["http_acl_block"] and first.disagreeing == ["logs"]
-    assert final.labels == ["http_acl_block", "dhcp_service_down"]
-    assert set(final.devices) == {"host_1_1_1_1", "dhcp_server"} and "logs" in final.agreeing
-    assert [(r.round, r.labels) for r in final.rounds] == [(1, ["http_acl_block"]),
-                                                         (2, ["http_acl_block", "dhcp_service_down"])]
+    inputs = _inputs(conn, "sample-backlog-044", "bgp_acl_block", ["leaf_0_1"])
+    final, first = refine(conn, settings, inputs, _checker("sample-backlog-044"))
+    assert first.labels == ["host_missing_ip"] and first.disagreeing == ["logs"]
+    assert final.labels == ["host_missing_ip", "bgp_acl_block"]
+    assert set(final.devices) == {"pc_0_0", "leaf_0_1"} and "logs" in final.agreeing
+    assert [(r.round, r.labels) for r in final.rounds] == [(1, ["host_missing_ip"]),
+                                                         (2, ["host_missing_ip", "bgp_acl_block"])]
     (check,) = final.checks
     assert check.outcome == "confirmed" and check.source == "logs" and check.probes
     # the new statement cites the check's own probe step, numbered after the diagnosis's steps
-    cited = [c for c in final.claims if c.citation.source == "network" and c.citation.device == "dhcp_server"]
-    assert cited and "dnsmasq" in cited[0].quote
+    cited = [c for c in final.claims if c.citation.source == "network" and c.citation.device == "leaf_0_1"]
+    assert cited and "179" in cited[0].quote
     first_new = len(inputs.network.steps) + 1
     assert any(f"step {n}:" in cited[0].citation.ref for n in range(first_new, first_new + 5))
     assert "## Follow-ups on the network" in final.text and "confirms it" in final.text
     save_verdict(conn, final, run_id="test")
-    assert load_verdict(conn, "sample-backlog-045").checks == final.checks
+    assert load_verdict(conn, "sample-backlog-044").checks == final.checks
     row = conn.execute("SELECT label, outcome, matched_devices, first_labels, probe_calls FROM verdict_checks "
-                       "WHERE incident_id = 'sample-backlog-045'").fetchall()
-    assert row == [("dhcp_service_down", "confirmed", ["dhcp_server"], ["http_acl_block"], check.probe_calls)]
+                       "WHERE incident_id = 'sample-backlog-044'").fetchall()
+    assert row == [("bgp_acl_block", "confirmed", ["leaf_0_1"], ["host_missing_ip"], check.probe_calls)]
 
 
 def test_a_refuted_reading_leaves_the_answer_and_says_what_the_probes_saw(warehouse):
@@ -136,8 +136,8 @@ def test_nothing_is_asked_when_the_logs_agree_or_there_is_no_way_to_reach_the_ne
     agreeing = _inputs(conn, "sample-backlog-014", "dns_record_error", ["dns_server"])
     final, _first = refine(conn, settings, agreeing, checker)
     assert checker.asked == [] and final.checks == [] and [r.round for r in final.rounds] == [1]
-    alone, _ = refine(conn, settings, _inputs(conn, "sample-backlog-045", "dhcp_service_down", ["dhcp_server"]), None)
-    assert alone.labels == ["http_acl_block"] and alone.checks == []
+    alone, _ = refine(conn, settings, _inputs(conn, "sample-backlog-044", "bgp_acl_block", ["leaf_0_1"]), None)
+    assert alone.labels == ["host_missing_ip"] and alone.checks == []
 
 
 def test_a_network_that_cannot_be_asked_leaves_round_one_standing_with_the_reason(warehouse):
@@ -149,8 +149,8 @@ def test_a_network_that_cannot_be_asked_leaves_round_one_standing_with_the_reaso
     def gone(label, devices):
         raise FaultlineError("the lab is not running", fix="faultline lab up")
 
-    final, first = refine(conn, settings, _inputs(conn, "sample-backlog-045", "dhcp_service_down", ["dhcp_server"]),
+    final, first = refine(conn, settings, _inputs(conn, "sample-backlog-044", "bgp_acl_block", ["leaf_0_1"]),
                           gone)
-    assert final.labels == first.labels == ["http_acl_block"]
+    assert final.labels == first.labels == ["host_missing_ip"]
     assert final.checks[0].outcome == "not_checked" and "the lab is not running" in final.checks[0].reason
     assert "could not be checked" in final.text

@@ -77,12 +77,17 @@ def classify(s: Session, sym: Symptoms) -> list[LeadSymptom]:
         out.append(LeadSymptom("scattered", lead, _failing_with(sym, lead)))
     for url, problem in sym.services:
         owner = next((lead for lead in sym.leads if s.device(lead).role in ("web", "lb")), None)
-        kind = "service_unresolved" if url in sym.unresolved else "service_failure"
+        kind = ("service_unresolved" if url in sym.unresolved else
+                "service_timeout_after_lookup" if url in sym.timed_out_resolved else "service_failure")
         if problem.startswith("slow"):
             kind = "service_slow_after_lookup" if url in sym.resolved_in_time else "service_slow"
         lead = owner or sym.leads[0] if sym.leads else ""
         # the other devices the failing request passed through (the user's own position, DNS) are its peers
         out.append(LeadSymptom(kind, lead, [d for d in sym.leads if d != lead]))
+    server = next(iter(s.devices("dhcp")), None)
+    if sym.no_lease and server is not None:
+        # no peers: the user's own faults do not stop a server from answering a DHCP request
+        out.append(LeadSymptom("service_no_lease", server.name, []))
     return [x for x in out if x.lead]
 
 

@@ -42,12 +42,14 @@ class Symptoms:
     # every name server when the name did not resolve
     depends_on: dict[str, set[str]] = field(default_factory=dict)
     unresolved: set[str] = field(default_factory=set)  # failing URLs whose name the user's resolver never answered
+    timed_out_resolved: set[str] = field(default_factory=set)  # URLs whose name resolved, then the connection timed out
     source: str | None = None  # the user position the canary asked from
     leads: list[str] = field(default_factory=list)
+    no_lease: list[str] = field(default_factory=list)  # users whose DHCP request no server answered
 
     @property
     def any(self) -> bool:
-        return bool(self.failing or self.services)
+        return bool(self.failing or self.services or self.no_lease)
 
 
 def initial_scan(s: Session) -> Symptoms:
@@ -64,7 +66,19 @@ def initial_scan(s: Session) -> Symptoms:
         _pair_leads(s, rows, sym)
     if not sym.failing:
         _canary(s, sym)  # service checks matter when the network itself looks fine
+        _lease_canary(s, sym)
     return sym
+
+
+def _lease_canary(s: Session, sym: Symptoms) -> None:
+    """On a network whose hosts take their addresses from DHCP, one read-only lease request from the canary's
+    user: a dead or unreachable DHCP server shows nowhere else while the leases handed out before still last."""
+    src = s.device(sym.source) if sym.source else _user_position(s)
+    if src is None or src.role != "host" or not s.devices("dhcp"):
+        return
+    out = s.probe("dhcp_check", src=src.name, note="service canary: a DHCP lease")
+    if out is not None and out.record.status == "no_lease":
+        sym.no_lease.append(src.name)
 
 
 def _pair_leads(s: Session, rows: list, sym: Symptoms) -> None:
@@ -166,6 +180,8 @@ def _canary(s: Session, sym: Symptoms, src: Device | None = None, limit: int = M
             silent = _resolver_silent(rec)
             if silent:
                 sym.unresolved.add(url)
+            elif rec.status == "timeout" and rec.time_namelookup_s:
+                sym.timed_out_resolved.add(url)
             if rec.status == "dns_error" or silent:
                 sym.depends_on[url] = {d.name for d in s.devices("dns")}
             elif owner and rec.status != "ok":

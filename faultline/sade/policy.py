@@ -31,11 +31,14 @@ PHASES = ("A", "B", "C", "D")
 INFRA_ROLES = {"router", "switch"}
 SERVICE_ROLES = {"dns", "dhcp", "lb", "web"}
 SERVICE_KINDS = ("service_failure", "service_unresolved", "service_slow", "service_slow_after_lookup", "ticket_dns",
-                 "ticket_address", "ticket_foreign_resolver")
+                 "ticket_address", "ticket_foreign_resolver", "service_no_lease", "service_timeout_after_lookup")
 
 
 def _roles(s: Session) -> dict[str, str]:
     return {d.name: d.role for d in s.devices()}
+
+
+LEASE_ONLY = {"dhcp_service_down"}  # a dead DHCP server fails no page for a user who still holds a lease
 
 
 def explains(matches: list[Match], leads: list[LeadSymptom], s: Session, tried: set[str]) -> bool:
@@ -46,10 +49,15 @@ def explains(matches: list[Match], leads: list[LeadSymptom], s: Session, tried: 
     roles = _roles(s)
     named = {d for m in real for d in m.devices}
     upstream = any(roles.get(m.device) in INFRA_ROLES for m in real)
-    service = any(roles.get(m.device) in SERVICE_ROLES or m.family in ("dns", "dhcp") for m in real)
+    service = any((roles.get(m.device) in SERVICE_ROLES or m.family in ("dns", "dhcp")) and m.label not in LEASE_ONLY
+                  for m in real)
     routers = {m.device for m in real if roles.get(m.device) in INFRA_ROLES}
     for lead in leads:
-        if lead.kind in SERVICE_KINDS:
+        if lead.kind == "service_no_lease":
+            # only the DHCP server's side (or the path to it) explains a request no server answered
+            if not (upstream or lead.lead in named or any(m.family == "dhcp" for m in real)):
+                return False
+        elif lead.kind in SERVICE_KINDS:
             # a fault on any device the failing request passed through (the user's own position included)
             if not (service or upstream or lead.lead in named or set(lead.peers) & named):
                 return False
