@@ -7,6 +7,9 @@ where it applies to several; then healthy controls. Seeds 7100+.
 
     .venv/bin/python scripts/make_mechanisms_suite.py   # rewrites faultline/corpus/suites/mechanisms.yml
     flock /tmp/faultline-lab.lock .venv/bin/faultline corpus generate --suite mechanisms --out var/mechanisms -j 2
+
+Add `--transport ssh` to record as a NOC sees the network (a crashed host does not answer its management
+address; over namespaces it answers like a host whose own link was set down, see docs/sade.md).
 """
 
 from __future__ import annotations
