@@ -21,6 +21,7 @@ from typing import Any
 
 from prefect import Task, flow, runtime
 from prefect.futures import PrefectFuture
+from prefect.task_runners import TaskRunner
 
 from faultline.config import Settings
 from faultline.errors import FaultlineError
@@ -84,12 +85,15 @@ def check_task_runner(settings: Settings) -> None:
                              "tcp://127.0.0.1:8786, or use the processes runner")
 
 
-@flow(name="faultline-analyse-backlog", flow_run_name="analyse {count} incident(s)")
-def analyse_backlog(items: list[BacklogItem], settings: Settings, analyst: str, llm_model: str | None,
-                    network_backend: NetworkBackend, max_rounds: int, run_id: str, count: int) -> Analysis:
+def analyse_backlog(runner: TaskRunner, items: list[BacklogItem], settings: Settings, analyst: str,
+                    llm_model: str | None, network_backend: NetworkBackend, max_rounds: int, run_id: str) -> Analysis:
     """One task run per incident and method, then one verdict task run per incident from what those stored, on
-    the settings' task runner; failures come back as rows, never as a failed flow. Each phase's units read a
-    frozen copy of the warehouse and this flow persists what they bring back."""
+    `runner` (the settings' task runner, started by the caller); failures come back as rows, never as a failed
+    flow. Each phase's units read a frozen copy of the warehouse and this flow persists what they bring back.
+
+    Not a subflow: Prefect sends the submitting flow run's context, its parameters included, with every task run,
+    and Dask's client and scheduler keep their last thousand messages; a subflow given the backlog made each unit
+    carry all of it, and the flow's memory grew with the backlog's square (docs/architecture.md, memory)."""
     night = Night(settings, run_id)
     astra = astra_task.with_options(retries=settings.nightly_llm_retries,
                                     retry_delay_seconds=settings.nightly_llm_retry_delay_s)
@@ -98,13 +102,13 @@ def analyse_backlog(items: list[BacklogItem], settings: Settings, analyst: str, 
     sql = {"retries": settings.nightly_sql_retries, "retry_delay_seconds": settings.nightly_sql_retry_delay_s}
     started = time.perf_counter()
     with shared_docs_server(settings) as shared:  # the units' settings: one docs server for the run
-        analysis = _phase(night, "analyse", items, lambda frozen: [
+        analysis = _phase(night, runner, "analyse", items, lambda frozen: [
             *_fan_out(astra, "astra", items, settings=shared, run_id=run_id, analyst=analyst,
                       max_rounds=max_rounds, frozen=frozen),
             *_fan_out(sade, "sade", items, settings=shared, run_id=run_id, network_backend=network_backend,
                       llm_model=llm_model, frozen=frozen)], Analysis())
         middle = time.perf_counter()
-        analysis = _phase(night, "verdict", items, lambda frozen: _fan_out(
+        analysis = _phase(night, runner, "verdict", items, lambda frozen: _fan_out(
             verdict_task.with_options(**sql), "verdict", items, settings=shared, analyst=analyst,
             network_backend=network_backend, run_id=run_id, frozen=frozen), analysis)
     analysis.stage_seconds = {"analyse": middle - started, "verdict": time.perf_counter() - middle}
@@ -114,8 +118,8 @@ def analyse_backlog(items: list[BacklogItem], settings: Settings, analyst: str, 
 Unit = tuple[Task, Method, BacklogItem, dict[str, Any]]  # a task to submit, what for, and its keyword arguments
 
 
-def _phase(night: Night, name: str, items: list[BacklogItem], units: Callable[[str], list[Unit]],
-           analysis: Analysis) -> Analysis:
+def _phase(night: Night, runner: TaskRunner, name: str, items: list[BacklogItem],
+           units: Callable[[str], list[Unit]], analysis: Analysis) -> Analysis:
     """Freeze the warehouse, run the phase's units on it, persist them as they finish, remove the copy."""
     wanted = {"analyse": {"astra", "sade"}, "verdict": {"verdict"}}[name]
     if not any(set(item.todo) & wanted for item in items):
@@ -125,14 +129,14 @@ def _phase(night: Night, name: str, items: list[BacklogItem], units: Callable[[s
     try:
         todo = units(str(frozen))
         harvest = Harvest(night, total=len(todo), analysis=analysis)
-        _run_window(todo, harvest, night.settings.nightly_in_flight or 4 * night.settings.nightly_workers)
+        _run_window(runner, todo, harvest, night.settings.nightly_in_flight or 4 * night.settings.nightly_workers)
         harvest.flush()
         return harvest.analysis
     finally:
         thaw(frozen)
 
 
-def _run_window(units: list[Unit], harvest: Harvest, window: int) -> None:
+def _run_window(runner: TaskRunner, units: list[Unit], harvest: Harvest, window: int) -> None:
     """Submit the units `window` at a time, one more as each finishes: the task runner, its futures and the
     results waiting to be persisted hold a few units per worker, never the whole backlog."""
     finished: Queue[PrefectFuture] = Queue()
@@ -144,7 +148,7 @@ def _run_window(units: list[Unit], harvest: Harvest, window: int) -> None:
         if unit is None:
             return False
         task, method, item, options = unit
-        future = task.submit(item, **options)
+        future = runner.submit(task, {"item": item, **options})
         in_flight[future] = (method, item)
         future.add_done_callback(finished.put)
         return True
@@ -207,10 +211,12 @@ def nightly_flow(corpus: str | None = None, limit: int | None = None, incidents:
             run.record_skips(items)
         work = [item for item in items if item.todo]
         with run.stage("analyse", f"analysing {len(work)} incident(s) both ways, then one verdict each"):
-            analysis = analyse_backlog.with_options(task_runner=make_task_runner(settings))(
-                work, settings, analyst, llm_model, network_backend, max_rounds, run.run_id, len(work),
-            ) if work else Analysis()
-        if analysis.stage_seconds:  # the subflow's own split; the runner's start-up counts as analysis
+            analysis = Analysis()
+            if work:
+                with make_task_runner(settings) as runner:
+                    analysis = analyse_backlog(runner, work, settings, analyst, llm_model, network_backend,
+                                               max_rounds, run.run_id)
+        if analysis.stage_seconds:  # the analysis's own split; the runner's start-up counts as analysis
             run.stage_seconds["verdict"] = analysis.stage_seconds["verdict"]
             run.stage_seconds["analyse"] -= analysis.stage_seconds["verdict"]
         with run.stage("marts", "refreshing the marts and the dashboards"):

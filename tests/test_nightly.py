@@ -142,6 +142,28 @@ def test_task_runs_are_named_by_incident_and_the_summary_is_an_artifact(night):
     assert artifacts and "sample-backlog-009" in artifacts[0].data and "| astra |" in artifacts[0].data
 
 
+def test_the_analyses_are_task_runs_of_the_nightly_flow_run_which_does_not_carry_the_backlog(night):
+    """Prefect sends the submitting flow run's context, parameters included, with every task run, and Dask keeps
+    its last thousand messages: the units are submitted from the nightly flow run (a few parameters), not from a
+    subflow given the whole backlog (each unit then carried all of it; the flow's memory grew with its square)."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    _, _, summary = night
+
+    async def read():
+        async with get_client() as client:
+            parent = await client.read_flow_run(summary["prefect_flow_run_id"])
+            runs = await client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[parent.id])))
+            return parent, {r.name for r in runs}
+
+    parent, names = asyncio.run(read())
+    assert {f"astra: {i}" for i in BACKLOG} | {"sade: sample-backlog-042", "verdict: sample-backlog-042"} <= names
+    assert not any("sample-backlog" in str(value) for value in parent.parameters.values())
+
+
 def test_running_the_same_night_again_duplicates_nothing(night):
     from flows.nightly import nightly_flow
 

@@ -40,7 +40,7 @@ Unit = Callable[..., Outcome]
 @dataclass
 class Night:
     """One nightly run's bookkeeping. `Night.begin` opens a new run; `Night(settings, run_id)` is a handle on
-    an open one, for the tasks and the analysis subflow (which get the run id, not this object)."""
+    an open one, for the tasks and the analysis (which get the run id, not this object)."""
 
     settings: Settings
     run_id: str

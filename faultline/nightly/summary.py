@@ -37,7 +37,7 @@ class Analysis(BaseModel):
     model_config = ConfigDict(extra="forbid")
     outcomes: list[Outcome] = Field(default_factory=list)
     failures: list[Failure] = Field(default_factory=list)
-    stage_seconds: dict[str, float] = Field(default_factory=dict)  # the analysis subflow's phases
+    stage_seconds: dict[str, float] = Field(default_factory=dict)  # the analysis's two phases
 
 
 class NightSummary(BaseModel):
