@@ -84,8 +84,7 @@ def classify(s: Session, sym: Symptoms) -> list[LeadSymptom]:
         lead = owner or sym.leads[0] if sym.leads else ""
         # the other devices the failing request passed through (the user's own position, DNS) are its peers
         out.append(LeadSymptom(kind, lead, [d for d in sym.leads if d != lead]))
-    server = next(iter(s.devices("dhcp")), None)
-    if sym.no_lease and server is not None:
+    if sym.no_lease and (server := next(iter(s.devices("dhcp")), None)):
         # no peers: the user's own faults do not stop a server from answering a DHCP request
         out.append(LeadSymptom("service_no_lease", server.name, []))
     return [x for x in out if x.lead]

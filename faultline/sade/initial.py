@@ -21,6 +21,7 @@ from faultline.sade.scans.common import (
     gateway_router,
     owner_of,
 )
+from faultline.sade.scans.host import dhcp_client
 from faultline.sade.session import Session
 
 SCAN = "reachability_scan"
@@ -74,7 +75,7 @@ def _lease_canary(s: Session, sym: Symptoms) -> None:
     """On a network whose hosts take their addresses from DHCP, one read-only lease request from the canary's
     user: a dead or unreachable DHCP server shows nowhere else while the leases handed out before still last."""
     src = s.device(sym.source) if sym.source else _user_position(s)
-    if src is None or src.role != "host" or not s.devices("dhcp"):
+    if src is None or not dhcp_client(s, src):
         return
     out = s.probe("dhcp_check", src=src.name, note="service canary: a DHCP lease")
     if out is not None and out.record.status == "no_lease":

@@ -38,9 +38,6 @@ def _roles(s: Session) -> dict[str, str]:
     return {d.name: d.role for d in s.devices()}
 
 
-LEASE_ONLY = {"dhcp_service_down"}  # a dead DHCP server fails no page for a user who still holds a lease
-
-
 def explains(matches: list[Match], leads: list[LeadSymptom], s: Session, tried: set[str]) -> bool:
     """Do the (non-residual) matches account for every lead symptom, with the server-side checks done?"""
     real = [m for m in matches if not m.fallback]
@@ -49,7 +46,7 @@ def explains(matches: list[Match], leads: list[LeadSymptom], s: Session, tried: 
     roles = _roles(s)
     named = {d for m in real for d in m.devices}
     upstream = any(roles.get(m.device) in INFRA_ROLES for m in real)
-    service = any((roles.get(m.device) in SERVICE_ROLES or m.family in ("dns", "dhcp")) and m.label not in LEASE_ONLY
+    service = any((roles.get(m.device) in SERVICE_ROLES or m.family in ("dns", "dhcp")) and _fingerprint(m).fails_pages
                   for m in real)
     routers = {m.device for m in real if roles.get(m.device) in INFRA_ROLES}
     for lead in leads:

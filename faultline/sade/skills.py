@@ -45,6 +45,9 @@ class Fingerprint(BaseModel):
     # checks run on the matched device before the answer stands: evidence another label would add there
     # (an interface down on an end host whose processes are gone is a crash, not `link_down`)
     confirm: list[str] = Field(default_factory=list)
+    # whether the fault can fail a page for a user whose network answers (a dead DHCP server cannot: the
+    # user's lease outlives it); when false the answer does not explain a failing page
+    fails_pages: bool = True
 
 
 class SkillProbe(BaseModel):
