@@ -47,19 +47,20 @@ from tasks.nightly import (
 
 def make_task_runner(settings: Settings) -> Any:
     """The task runner the settings ask for: a thread pool, a local Dask cluster of worker processes, or an
-    existing Dask scheduler."""
+    existing Dask scheduler; on Dask, each worker process keeps one Prefect API client for all its task runs
+    (`flows.worker_client`)."""
     if settings.nightly_task_runner == "threads":
         from prefect.task_runners import ThreadPoolTaskRunner
 
         return ThreadPoolTaskRunner(max_workers=settings.nightly_workers)
     check_task_runner(settings)
-    from prefect_dask import DaskTaskRunner
+    from flows.worker_client import ReusingDaskTaskRunner
 
     if settings.nightly_task_runner == "cluster":
-        return DaskTaskRunner(address=settings.nightly_dask_address)
-    return DaskTaskRunner(cluster_kwargs={"n_workers": settings.nightly_workers, "processes": True,
-                                          "threads_per_worker": 1, "dashboard_address": None,
-                                          "env": {"PREFECT_API_URL": _api_url()}})
+        return ReusingDaskTaskRunner(address=settings.nightly_dask_address)
+    return ReusingDaskTaskRunner(cluster_kwargs={"n_workers": settings.nightly_workers, "processes": True,
+                                                 "threads_per_worker": 1, "dashboard_address": None,
+                                                 "env": {"PREFECT_API_URL": _api_url()}})
 
 
 def _api_url() -> str:

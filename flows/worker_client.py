@@ -1,0 +1,103 @@
+"""One Prefect API client per Dask worker process, shared by every task run the worker executes.
+
+A task run on a Dask worker starts from the context the flow sent with it, and a client cannot travel between
+processes, so Prefect 3.9 builds two new API clients for every task run there (one restoring the flow's context,
+one for the run), each with a fresh SSL context that loads certifi's CA bundle, even for a plain-http API: 39 %
+of a worker's samples on trivial task runs, 7 % on the nightly's units (py-spy). In one process Prefect
+shares a client through `SyncClientContext`, a context variable; but Dask runs each task in a copy of its event
+loop's context variables, which nothing outside Dask can set, and neither Prefect nor Dask has a hook around a
+task run on a worker. So `ReuseApiClient`, a Dask worker plugin, makes `SyncClientContext.get` fall back, in its
+worker processes only, to a client kept open for the worker's life: one per API URL and credentials the task
+runs' settings name, so each task run still reports to the API its flow run uses. This patch is the module's
+only change to Prefect; drop it once Prefect shares a client across task runs on remote workers.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any, Self
+
+from distributed import Worker
+from distributed.diagnostics.plugin import WorkerPlugin
+from prefect.client.orchestration import SyncPrefectClient
+from prefect.context import SettingsContext, SyncClientContext
+from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_KEY, PREFECT_API_URL
+from prefect_dask import DaskTaskRunner
+
+PLUGIN_NAME = "faultline-reuse-prefect-client"
+
+_lock = threading.Lock()
+_shared: dict[tuple[str, Any, Any], SyncClientContext] = {}  # (API URL, auth string, API key) -> open client
+_prefect_get = SyncClientContext.get  # ContextModel.get, bound to SyncClientContext
+
+
+def _get_or_shared(cls: type[SyncClientContext]) -> SyncClientContext | None:
+    """Prefect's lookup (the client a caller has entered), else this process's open client for the current
+    settings' API; None, as Prefect would answer, when no API URL is set (Prefect then starts its own server)."""
+    entered = _prefect_get()
+    if entered is not None:
+        return entered
+    api = PREFECT_API_URL.value()
+    if not api:
+        return None
+    key = (api, PREFECT_API_AUTH_STRING.value(), PREFECT_API_KEY.value())
+    with _lock:
+        if key not in _shared:
+            client = SyncPrefectClient(api, auth_string=key[1], api_key=key[2])
+            client.__enter__()  # held once for the process: a task run's enter and exit never close it
+            settings = SettingsContext.get()
+            if settings is None or settings.settings.client.server_version_check_enabled:
+                client.raise_for_api_version_mismatch_once()  # what entering a SyncClientContext checks
+            # built without __init__, which would ask get_client, which asks this function
+            _shared[key] = SyncClientContext.model_construct(client=client)
+        return _shared[key]
+
+
+def install() -> None:
+    """Share clients in this process (idempotent)."""
+    SyncClientContext.get = classmethod(_get_or_shared)  # type: ignore[method-assign, assignment]
+
+
+def uninstall() -> None:
+    """Back to Prefect's lookup, and close the shared clients."""
+    if "get" in SyncClientContext.__dict__:
+        del SyncClientContext.get  # the inherited ContextModel.get again
+    with _lock:
+        for context in _shared.values():
+            context.client.__exit__(None, None, None)
+        _shared.clear()
+
+
+class ReuseApiClient(WorkerPlugin):
+    """On each worker process: task runs share one open Prefect API client (per API) instead of building two."""
+
+    name = PLUGIN_NAME
+
+    def setup(self, worker: Worker) -> None:
+        install()
+
+    def teardown(self, worker: Worker) -> None:
+        uninstall()
+
+
+class ReusingDaskTaskRunner(DaskTaskRunner):
+    """prefect-dask's task runner, with `ReuseApiClient` on its workers while it runs (a cluster's workers get
+    it back out when the runner stops)."""
+
+    def __enter__(self) -> Self:
+        super().__enter__()
+        try:
+            self.client.register_plugin(ReuseApiClient())  # starts the local cluster, as the first submit would
+        except BaseException:
+            self.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.address and self._client is not None:  # a cluster outlives the run; a local one closes now
+            try:
+                self._client.unregister_worker_plugin(PLUGIN_NAME)
+            except (OSError, TimeoutError, ValueError) as exc:  # the run is done; workers keep sharing clients
+                self.logger.warning("could not remove %s from the Dask workers: %s", PLUGIN_NAME, exc)
+        super().__exit__(*exc_info)
