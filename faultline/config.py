@@ -73,7 +73,8 @@ class Settings(BaseSettings):
     )
     embedding_batch_size: int = Field(64, ge=1, description="Texts embedded per model call.")
     embedding_threads: int = Field(
-        0, ge=0, description="torch CPU threads for embedding; 0 leaves torch's default."
+        0, ge=0, description="torch CPU threads for embedding; 0 leaves torch's default (the core count), "
+        "except in the nightly's analysis, whose units and docs server then use 1 each (they run side by side).",
     )
     max_line_bytes: int = Field(
         65536,

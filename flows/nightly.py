@@ -102,7 +102,7 @@ def analyse_backlog(runner: TaskRunner, items: list[BacklogItem], settings: Sett
                                   retry_delay_seconds=settings.nightly_probe_retry_delay_s)
     sql = {"retries": settings.nightly_sql_retries, "retry_delay_seconds": settings.nightly_sql_retry_delay_s}
     started = time.perf_counter()
-    with shared_docs_server(settings) as shared:  # the units' settings: one docs server for the run
+    with shared_docs_server(unit_settings(settings)) as shared:  # the units' settings: one docs server for the run
         analysis = _phase(night, runner, "analyse", items, lambda frozen: [
             *_fan_out(astra, "astra", items, settings=shared, run_id=run_id, analyst=analyst,
                       max_rounds=max_rounds, frozen=frozen),
@@ -114,6 +114,14 @@ def analyse_backlog(runner: TaskRunner, items: list[BacklogItem], settings: Sett
             network_backend=network_backend, run_id=run_id, frozen=frozen), analysis)
     analysis.stage_seconds = {"analyse": middle - started, "verdict": time.perf_counter() - middle}
     return analysis
+
+
+def unit_settings(settings: Settings) -> Settings:
+    """The settings the analysis units (and the docs server they share) run with: one torch thread each unless
+    `embedding_threads` says otherwise. Units embed one short text at a time, `nightly_workers` of them at once
+    beside the docs server, so torch's default of a thread per core only has them contend for the same cores
+    (CPU per analysis, measured in docs/architecture.md)."""
+    return settings if settings.embedding_threads else settings.model_copy(update={"embedding_threads": 1})
 
 
 Unit = tuple[Task, Method, BacklogItem, dict[str, Any]]  # a task to submit, what for, and its keyword arguments

@@ -99,6 +99,21 @@ def test_a_runs_shared_server_answers_over_http_and_is_gone_after_the_run(docs_i
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
 
 
+def test_the_nightlys_units_and_their_docs_server_embed_with_one_torch_thread(docs_index):
+    import psutil
+
+    from faultline.nightly.docs_service import shared_docs_server
+    from flows.nightly import unit_settings
+
+    units = unit_settings(docs_index)
+    assert docs_index.embedding_threads == 0 and units.embedding_threads == 1
+    chosen = docs_index.model_copy(update={"embedding_threads": 3})
+    assert unit_settings(chosen).embedding_threads == 3  # a count the user set is kept
+    with shared_docs_server(units):
+        servers = [p for p in psutil.Process().children(recursive=True) if "docs" in p.cmdline()]
+        assert [p.environ().get("FAULTLINE_EMBEDDING_THREADS") for p in servers] == ["1"]
+
+
 def test_settings_that_name_a_server_or_a_cluster_are_left_alone(settings):
     from faultline.nightly.docs_service import shared_docs_server
 

@@ -93,6 +93,28 @@ def test_embeddings_are_normalised_float32(embedder):
     assert embedder.embed([]).shape == (0, 384)
 
 
+def test_embedding_threads_are_set_for_each_call_and_zero_gives_torch_its_default_back(embedder):
+    import torch
+
+    from faultline.retrieval.embed import Embedder
+
+    default = torch.get_num_threads()
+    other = default + 1
+    embedder.embed(["warm"])  # the model is loaded, at torch's default
+    assert torch.get_num_threads() == default
+    # a unit of the nightly asks for its own count on a model another caller loaded
+    Embedder(embedder_settings(embedder, other)).embed(["BGP neighbour down"])
+    assert torch.get_num_threads() == other
+    embedder.embed(["OSPF area backbone"])  # bulk work after it: torch's default again
+    assert torch.get_num_threads() == default
+
+
+def embedder_settings(embedder, threads: int):
+    from faultline.config import Settings
+
+    return Settings(embedding_model=embedder.model_name, embedding_threads=threads)
+
+
 def test_missing_model_path_names_the_setting(tmp_path):
     from faultline.config import Settings
     from faultline.retrieval.embed import Embedder

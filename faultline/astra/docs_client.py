@@ -27,7 +27,8 @@ def server_command(settings: Settings) -> tuple[list[str], dict[str, str]]:
     """The arguments (after the interpreter) and environment of a `faultline mcp docs` server for these
     settings' index (stdio; add ``--http PORT`` for streamable HTTP)."""
     env = {**os.environ, "FAULTLINE_EMBEDDING_MODEL": settings.embedding_model,
-           "FAULTLINE_HYBRID_VECTOR_WEIGHT": str(settings.hybrid_vector_weight)}
+           "FAULTLINE_HYBRID_VECTOR_WEIGHT": str(settings.hybrid_vector_weight),
+           "FAULTLINE_EMBEDDING_THREADS": str(settings.embedding_threads)}
     return ["-m", "faultline.cli.main", "--db", str(settings.duckdb_path), "--lancedb", str(settings.lancedb_dir),
             "mcp", "docs"], env
 

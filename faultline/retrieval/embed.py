@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 _MODELS: dict[str, Any] = {}
 _LOCK = threading.Lock()
+_TORCH_DEFAULT_THREADS: int | None = None  # torch's own intra-op thread count in this process, before any change
 _SETTING = "FAULTLINE_EMBEDDING_MODEL"
 
 
@@ -52,11 +53,9 @@ def _load(name: str, threads: int) -> Any:
             fix=f"set {_SETTING} to a folder holding a sentence-transformers model, "
             "or leave it empty for the bundled all-MiniLM-L6-v2",
         )
-    import torch
     from sentence_transformers import SentenceTransformer
 
-    if threads > 0:
-        torch.set_num_threads(threads)
+    use_threads(threads)
     target = str(Path(name).expanduser()) if _looks_like_path(name) else name
     try:
         return SentenceTransformer(target, device="cpu")
@@ -66,6 +65,22 @@ def _load(name: str, threads: int) -> Any:
             fix=f"set {_SETTING} to a local sentence-transformers model folder (the model hub "
             "is not used), or leave it empty for the bundled all-MiniLM-L6-v2",
         ) from exc
+
+
+def use_threads(threads: int) -> None:
+    """Make torch compute with `threads` intra-op threads in this process (0: torch's own default, the core count).
+
+    Process-wide, and set again before each embedding call, because one process may embed in bulk (an index
+    sync, where threads help) and then per incident beside other units (where they only contend for the cores).
+    """
+    import torch
+
+    global _TORCH_DEFAULT_THREADS
+    if _TORCH_DEFAULT_THREADS is None:
+        _TORCH_DEFAULT_THREADS = torch.get_num_threads()
+    wanted = threads or _TORCH_DEFAULT_THREADS
+    if torch.get_num_threads() != wanted:
+        torch.set_num_threads(wanted)
 
 
 class Embedder:
@@ -115,6 +130,7 @@ class Embedder:
         model = self._get_model()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        use_threads(self._threads)
         vectors = model.encode(
             list(texts),
             batch_size=self._batch_size,
