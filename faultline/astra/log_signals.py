@@ -342,15 +342,24 @@ def _score(conn: duckdb.DuckDBPyConnection, settings: Settings, incident: Incide
 
 
 def analysis_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, incident: Incident, *,
-                   round: int = 1) -> Scope:
+                   round: int = 1, built: dict[tuple[str, int, bool], Scope] | None = None) -> Scope:
     """The lines an analysis round reads: the devices the ticket points at and their neighbours; when their lines
-    name no label, every device that logged in the window too (and from round 2 on a wider window)."""
+    name no label, every device that logged in the window too (and from round 2 on a wider window).
+
+    `built`: the scopes this analysis has already built, by (incident, widen, fleet), reused and filled in (a
+    scope depends on the round only through its number; the analysis writes nothing a scope reads)."""
     from faultline.astra.taxonomy import best_label
 
     def build(widen: int = 0, fleet: bool = False) -> Scope:
-        return build_scope(conn, settings, incident_id=incident.incident_id, title=incident.title,
-                           description=incident.description, opened_at=incident.opened_at, round=round,
-                           widen=widen, fleet=fleet)
+        key = (incident.incident_id, widen, fleet)
+        known = None if built is None else built.get(key)
+        if known is None:
+            known = build_scope(conn, settings, incident_id=incident.incident_id, title=incident.title,
+                                description=incident.description, opened_at=incident.opened_at, round=round,
+                                widen=widen, fleet=fleet)
+            if built is not None:
+                built[key] = known
+        return known if known.round == round else known.model_copy(update={"round": round})
 
     scope = build()
     if scope.entries and scope.entries[0].kind != "incident_id" and scope.matched_devices:

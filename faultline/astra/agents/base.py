@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from faultline.astra.records import AgentOutput, AgentTask
@@ -27,6 +27,10 @@ class AgentDeps:
     run_id: str | None = None
     embedder: Any = None
     docs_client: Any = None  # a shared DocsClient; None: the domain agent opens its own session per task
+    # the log scopes this analysis built, by (incident, widen, fleet): its rounds and follow-ups ask for the same
+    # few scopes again and again, and nothing an analysis writes changes one (`log_signals.analysis_scope`)
+    scopes: dict[tuple[str, int, bool], Any] = field(default_factory=dict)
+    stored_scopes: dict[tuple[str, int], Any] = field(default_factory=dict)  # the scopes `log_scopes` holds
 
 
 class Agent(Protocol):

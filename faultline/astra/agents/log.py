@@ -67,8 +67,12 @@ class LogAgent:
 
         cursor = self.deps.conn.cursor()
         try:
-            scope = analysis_scope(cursor, self.deps.settings, task.incident, round=task.round)
-            write_scope(cursor, scope)
+            scope = analysis_scope(cursor, self.deps.settings, task.incident, round=task.round,
+                                   built=self.deps.scopes)
+            stored = (task.incident.incident_id, task.round)
+            if self.deps.stored_scopes.get(stored) != scope:  # else a follow-up of the round: stored already
+                write_scope(cursor, scope)
+                self.deps.stored_scopes[stored] = scope
             return scope
         finally:
             cursor.close()
