@@ -116,3 +116,37 @@ def test_the_log_agent_quotes_the_lines_behind_its_label(conn, tmp_path):
     quotes = [q for f in output.findings for q in f.quotes]
     assert quotes and all(q in raw and q.strip() in output.text for q in quotes)
     assert re.search(r"access.log has \d+ lines", output.text)
+
+
+def test_an_analysis_builds_each_scope_once_however_often_its_rounds_ask(conn, tmp_path, monkeypatch):
+    from faultline.astra import log_signals
+    from faultline.astra.agents import AgentDeps, make_agent
+    from faultline.astra.incident import load_incident
+    from faultline.astra.records import AgentTask
+    from faultline.config import Settings
+    from faultline.scope.store import read_scope
+
+    settings = Settings(duckdb_path=tmp_path / "unused.duckdb", lancedb_dir=tmp_path / "l", progress=False)
+    incident = load_incident(conn.cursor(), "sample-backlog-042")
+    fresh = {r: log_signals.analysis_scope(conn.cursor(), settings, incident, round=r) for r in (1, 2, 3)}
+    built: list[tuple[int, bool]] = []
+    real = log_signals.build_scope
+
+    def counted(*args, **kwargs):
+        if kwargs["incident_id"] == incident.incident_id:  # not the history's scopes
+            built.append((kwargs.get("widen", 0), kwargs.get("fleet", False)))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(log_signals, "build_scope", counted)
+    agent = make_agent("log", AgentDeps(settings, conn))
+    asked = [(1, incident.title), (1, "which client floods the web server?"), (2, incident.title),
+             (2, "is the load balancer healthy?"), (3, incident.title)]
+    labels = {agent.run(AgentTask(incident=incident, query=query, round=r)).label for r, query in asked}
+    assert labels == {"web_dos_attack"}
+    assert built and len(built) == len(set(built))  # five asks, each scope built once
+    for r, scope in fresh.items():  # each round stored and read what a fresh analysis of that round reads
+        stored = read_scope(conn, incident.incident_id, r, settings.log_timezone)
+        if r == 3:
+            assert stored.round == 3
+        key = lambda e: (e.device or "", e.kind)  # noqa: E731
+        assert sorted(stored.entries, key=key) == sorted(scope.entries, key=key)
