@@ -148,5 +148,8 @@ def test_an_analysis_builds_each_scope_once_however_often_its_rounds_ask(conn, t
         stored = read_scope(conn, incident.incident_id, r, settings.log_timezone)
         if r == 3:
             assert stored.round == 3
-        key = lambda e: (e.device or "", e.kind)  # noqa: E731
-        assert sorted(stored.entries, key=key) == sorted(scope.entries, key=key)
+        assert sorted(stored.entries, key=_entry_key) == sorted(scope.entries, key=_entry_key)
+
+
+def _entry_key(entry) -> tuple[str, str]:
+    return entry.device or "", entry.kind
