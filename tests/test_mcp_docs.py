@@ -109,8 +109,10 @@ def test_the_nightlys_units_and_their_docs_server_embed_with_one_torch_thread(do
     assert docs_index.embedding_threads == 0 and units.embedding_threads == 1
     chosen = docs_index.model_copy(update={"embedding_threads": 3})
     assert unit_settings(chosen).embedding_threads == 3  # a count the user set is kept
-    with shared_docs_server(units):
-        servers = [p for p in psutil.Process().children(recursive=True) if "docs" in p.cmdline()]
+    with shared_docs_server(units) as shared:
+        port = shared.docs_mcp_url.rsplit(":", 1)[1].split("/")[0]  # the run's server, not another test's
+        servers = [p for p in psutil.Process().children(recursive=True)
+                   if "docs" in p.cmdline() and port in p.cmdline()]
         assert [p.environ().get("FAULTLINE_EMBEDDING_THREADS") for p in servers] == ["1"]
 
 
