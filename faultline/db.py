@@ -179,6 +179,19 @@ def shared_warehouse(settings: "Settings") -> duckdb.DuckDBPyConnection:
         return _SHARED[key]
 
 
+def keep_checkpoints_incremental(conn: duckdb.DuckDBPyConnection) -> None:
+    """Stop DuckDB merging row groups at this database's checkpoints (`max_vacuum_tasks = 0`) while `conn`'s
+    database stays open: for a writer that appends many large documents, such as the nightly's.
+
+    A checkpoint writes what was appended since the last one as row groups of their own; by default it then merges
+    small row groups with the ones before them ("vacuum"), rewriting the stored rows as well. Tables of documents
+    (`astra_rounds.outputs` and `log_excerpts.excerpt`, 100-250 KB a row) fill a row group's 122,880 rows
+    never, so every checkpoint (one per 16 MB of write-ahead log) read and rewrote all of them: the writer's memory
+    and the night's write time grew with everything stored (docs/architecture.md, memory). What is given up: the
+    space of deleted rows (an incident analysed again) is kept until a checkpoint with merging on."""
+    conn.execute("SET max_vacuum_tasks = 0")
+
+
 def release_shared_warehouse(settings: "Settings") -> None:
     """Close the process's shared connection to the settings' warehouse (if open)."""
     key = str(Path(settings.duckdb_path).resolve())

@@ -78,3 +78,51 @@ def test_two_units_at_once_keep_their_rows_apart(frozen):
         first, second = one.collect(_outcome()), other.collect(_outcome("inc-2"))
     assert first.rows["evaluations"].to_pylist()[0]["metric"] == "a"
     assert second.rows["evaluations"].to_pylist()[0]["metric"] == "b"
+
+
+def _excerpt_rows(incident: str):
+    """One stored ASTRA round's log excerpt, about as large as the sample's (~250 KB of JSON)."""
+    import json
+    from datetime import UTC, datetime
+
+    import pyarrow as pa
+
+    lines = [{"line_no": n, "text": f"{incident} zebra: interface eth{n % 4} changed state {n}" * 8}
+             for n in range(500)]
+    return pa.table({"incident_id": [incident], "round": [0], "input_lines": [500], "excerpt_lines": [500],
+                     "level_counts": ["{}"], "suppressed": ["[]"], "collapsed_lines": [0], "truncated": [False],
+                     "excerpt": [json.dumps({"lines": lines})], "ticket_terms": [["zebra"]],
+                     "created_at": [datetime.now(UTC)]})
+
+
+def test_a_nights_checkpoints_write_new_results_and_leave_stored_ones_alone(settings):
+    """The nightly's writer persists results in batches and the warehouse checkpoints between them; each
+    checkpoint writes the new rows only. With DuckDB's default, each one also rewrote every stored row of a
+    documents table (its row groups merged again), so a night's memory and write time grew with all it had
+    stored (docs/architecture.md)."""
+    from faultline.nightly.backlog import BacklogItem
+    from faultline.nightly.night import Night
+    from faultline.nightly.workspace import UnitResult
+
+    def stored_blocks(cursor):
+        return cursor.execute("SELECT row_group_id, block_id FROM pragma_storage_info('log_excerpts') "
+                              "WHERE column_name = 'excerpt' AND segment_type <> 'VALIDITY' "
+                              "ORDER BY row_group_id").fetchall()
+
+    with Night.begin(settings) as night:
+        seen = []
+        for batch in range(3):
+            done = []
+            for k in range(4):
+                incident = f"inc-{batch}-{k}"
+                item = BacklogItem(incident_id=incident, ticket_id=incident, title="t", digests={"astra": "d"})
+                outcome = Outcome(incident_id=incident, method="astra", seconds=0.0)
+                done.append((item, UnitResult(outcome=outcome, rows={"log_excerpts": _excerpt_rows(incident)})))
+            assert [error for _, _, error in night.persist(done)] == [None] * 4
+            with night.cursor() as cursor:
+                cursor.execute("CHECKPOINT")
+                seen.append(stored_blocks(cursor))
+    first = seen[0]
+    assert first, "the first batch's excerpts were written to the file"
+    assert seen[1][:len(first)] == first and seen[2][:len(first)] == first
+    assert len(seen[2]) > len(first)

@@ -22,7 +22,11 @@ from typing import Literal, Self
 import duckdb
 
 from faultline.config import Settings
-from faultline.db import release_shared_warehouse, shared_warehouse
+from faultline.db import (
+    keep_checkpoints_incremental,
+    release_shared_warehouse,
+    shared_warehouse,
+)
 from faultline.diskspace import out_of_space, rollback
 from faultline.nightly import ledger, progress
 from faultline.nightly.backlog import BacklogItem, Method
@@ -50,8 +54,11 @@ class Night:
 
     @classmethod
     def begin(cls, settings: Settings, *, prefect_flow_run_id: str | None = None) -> Self:
-        """Open the run: a ``running`` row in `runs`."""
-        with closing(shared_warehouse(settings).cursor()) as cursor:
+        """Open the run: a ``running`` row in `runs`. Its checkpoints write new results only
+        (`keep_checkpoints_incremental`)."""
+        writer = shared_warehouse(settings)
+        keep_checkpoints_incremental(writer)
+        with closing(writer.cursor()) as cursor:
             run_id = start_run(cursor, "nightly", settings=settings, prefect_flow_run_id=prefect_flow_run_id)
         return cls(settings, run_id, prefect_flow_run_id)
 
