@@ -185,10 +185,10 @@ def keep_checkpoints_incremental(conn: duckdb.DuckDBPyConnection) -> None:
 
     A checkpoint writes what was appended since the last one as row groups of their own; by default it then merges
     small row groups with the ones before them ("vacuum"), rewriting the stored rows as well. Tables of documents
-    (`astra_rounds.outputs` and `log_excerpts.excerpt`, 100-250 KB a row) fill a row group's 122,880 rows
-    never, so every checkpoint (one per 16 MB of write-ahead log) read and rewrote all of them: the writer's memory
+    (`astra_rounds.outputs` and `log_excerpts.excerpt`, 100-250 KB a row) never fill a row group's 122,880
+    rows, so every checkpoint (one per 16 MB of write-ahead log) read and rewrote all of them: the writer's memory
     and the night's write time grew with everything stored (docs/architecture.md, memory). What is given up: the
-    space of deleted rows (an incident analysed again) is kept until a checkpoint with merging on."""
+    space of rows deleted meanwhile (an incident analysed again) is not reclaimed while merging is off."""
     conn.execute("SET max_vacuum_tasks = 0")
 
 
