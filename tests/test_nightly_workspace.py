@@ -3,7 +3,11 @@ them leaves the warehouse as the unit running on it would have; what cannot be r
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
+
 import duckdb
+import pyarrow as pa
 import pytest
 
 from faultline.errors import FaultlineError
@@ -82,11 +86,6 @@ def test_two_units_at_once_keep_their_rows_apart(frozen):
 
 def _excerpt_rows(incident: str):
     """One stored ASTRA round's log excerpt, about as large as the sample's (~250 KB of JSON)."""
-    import json
-    from datetime import UTC, datetime
-
-    import pyarrow as pa
-
     lines = [{"line_no": n, "text": f"{incident} zebra: interface eth{n % 4} changed state {n}" * 8}
              for n in range(500)]
     return pa.table({"incident_id": [incident], "round": [0], "input_lines": [500], "excerpt_lines": [500],
