@@ -67,11 +67,13 @@ def incident_page(reader: MartReader, incident: dict) -> Html:
     parts.append(Html("</section>"))
     parts.append(_truth(incident))
     parts.append(_answers(incident))
-    parts.append(_astra(reader.rows("mart_incident_evidence", where={"incident_id": iid},
+    parts.append(_astra(reader.rows("mart_incident_reports", where={"incident_id": iid}, order_by=["analyst"]),
+                        reader.rows("mart_incident_evidence", where={"incident_id": iid},
                                     order_by=["analyst", "claim_seq"]), reader))
     parts.append(_scope(reader.rows("mart_log_scope", where={"incident_id": iid}, order_by=["round", "entry_seq"]),
                         reader))
-    parts.append(_diagnoses(reader.rows("mart_sade_trace", where={"incident_id": iid}, order_by=["method", "seq"]),
+    parts.append(_diagnoses(reader.rows("mart_sade_submissions", where={"incident_id": iid}, order_by=["method"]),
+                            reader.rows("mart_sade_trace", where={"incident_id": iid}, order_by=["method", "seq"]),
                             reader))
     return join(parts)
 
@@ -104,30 +106,34 @@ def _answers(i: dict) -> Html:
                  tag("p", f"Agreement: {i['agreement'] or 'not both analysed'}", class_="note")])
 
 
-def _section(section_id: str, title: str, rows: list[dict], reader: MartReader, *, empty: str, mart: str,
-             key: str) -> tuple[list[Html], dict[str, list[dict]]]:
-    """A page section's opening (with a no-data note when there are no rows) and its rows grouped by `key`."""
+def _section(section_id: str, title: str, found: bool, reader: MartReader, *, empty: str,
+             marts: set[str]) -> list[Html]:
+    """A page section's opening, with a no-data note (naming any of `marts` not built) when nothing was found."""
     parts: list[Html] = [Html(f'<section id="{section_id}">'), tag("h2", title)]
-    if not rows:
-        parts.append(no_data(empty, reader.missing & {mart}))
+    if not found:
+        parts.append(no_data(empty, reader.missing & marts))
+    return parts
+
+
+def _by(rows: list[dict], key: str) -> dict[str, list[dict]]:
     groups: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         groups[r[key]].append(r)
-    return parts, groups
+    return groups
 
 
-def _astra(rows: list[dict], reader: MartReader) -> Html:
-    parts, by_analyst = _section("astra", "ASTRA report", rows, reader, empty="ASTRA has not analysed this incident",
-                                 mart="mart_incident_evidence", key="analyst")
-    for analyst, claims in by_analyst.items():
-        head = claims[0]
-        parts.append(tag("h3", f"{analyst}: final round {head['final_round']}"))
+def _astra(reports: list[dict], claims: list[dict], reader: MartReader) -> Html:
+    parts = _section("astra", "ASTRA report", bool(reports), reader, empty="ASTRA has not analysed this incident",
+                     marts={"mart_incident_reports"})
+    by_analyst = _by(claims, "analyst")
+    for head in reports:
+        parts.append(tag("h3", f"{head['analyst']}: final round {head['final_round']}"))
         parts.append(facts([("label", head["label"]), ("category", head["category"]), ("devices", head["devices"]),
                             ("judge mean", head["judge_mean"]), ("symptom", head["symptom"]),
                             ("root cause", head["root_cause"]), ("fix", head["fix"]),
                             ("verification", head["verification"])]))
         parts.append(Html(f"<details><summary>Report as Markdown</summary>{tag('pre', head['report_text'])}</details>"))
-        real = [c for c in claims if c["claim_id"] is not None]
+        real = by_analyst.get(head["analyst"], [])
         if not real:
             parts.append(tag("p", "No claim was stored for this analysis.", class_="empty"))
             continue
@@ -145,8 +151,9 @@ def _astra(rows: list[dict], reader: MartReader) -> Html:
 
 def _scope(rows: list[dict], reader: MartReader) -> Html:
     """The log lines ASTRA read: the first round's scope, then any round that read differently."""
-    parts, by_round = _section("scope", "Logs read (scope)", rows, reader, empty="no log scope was recorded",
-                               mart="mart_log_scope", key="round")
+    parts = _section("scope", "Logs read (scope)", bool(rows), reader, empty="no log scope was recorded",
+                     marts={"mart_log_scope"})
+    by_round = _by(rows, "round")
     shown: tuple | None = None
     for round_, entries in by_round.items():
         key = tuple((e["device"], e["window_start"], e["window_end"], e["clock_offset_s"]) for e in entries)
@@ -164,15 +171,16 @@ def _scope(rows: list[dict], reader: MartReader) -> Html:
     return join(parts)
 
 
-def _diagnoses(rows: list[dict], reader: MartReader) -> Html:
-    parts, by_method = _section("sade", "Network diagnosis (SADE and baselines)", rows, reader,
-                                empty="no network diagnosis is stored for this incident", mart="mart_sade_trace",
-                                key="method")
-    for method in sorted(by_method, key=lambda m: (m != "sade", m)):
-        steps = by_method[method]
-        sub = steps[0]
+def _diagnoses(submissions: list[dict], steps: list[dict], reader: MartReader) -> Html:
+    parts = _section("sade", "Network diagnosis (SADE and baselines)", bool(submissions or steps), reader,
+                     empty="no network diagnosis is stored for this incident",
+                     marts={"mart_sade_submissions", "mart_sade_trace"})
+    by_method = _by(steps, "method")
+    answers = {sub["method"]: sub for sub in submissions}
+    for method in sorted(set(answers) | set(by_method), key=lambda m: (m != "sade", m)):
+        sub = answers.get(method)
         parts.append(tag("h3", f"{method}: submission"))
-        if sub["status"] is None:
+        if sub is None:
             parts.append(tag("p", "No submission is stored for this method.", class_="empty"))
         else:
             parts.append(Html(f'<div class="submission" data-method="{esc(method)}">'))
@@ -180,15 +188,15 @@ def _diagnoses(rows: list[dict], reader: MartReader) -> Html:
                                 ("devices", sub["devices"]), ("families", sub["families"]),
                                 ("fingerprints", sub["fingerprints"]), ("summary", sub["summary"]),
                                 ("policy / backend", f"{sub['policy'] or '-'} / {sub['backend'] or '-'}"),
-                                ("probe calls", sub["total_probe_calls"]), ("tool calls", sub["total_tool_calls"]),
-                                ("seconds", sub["total_elapsed_s"]), ("error", sub["error"])]))
+                                ("probe calls", sub["probe_calls"]), ("tool calls", sub["tool_calls"]),
+                                ("seconds", sub["elapsed_s"]), ("error", sub["error"])]))
             parts.append(tag("pre", f"NIKA v1: {sub['v1'] or '-'}\nNIKA v2: {sub['v2'] or '-'}", class_="nika"))
             parts.append(Html("</div>"))
-        real = [s for s in steps if s["seq"] is not None]
-        if real:
-            parts.append(tag("h3", f"{method}: trace ({len(real)} steps)"))
+        trace = by_method.get(method, [])
+        if trace:
+            parts.append(tag("h3", f"{method}: trace ({len(trace)} steps)"))
             parts.append(table(["#", "phase", "tool", "args", "flags", "probes", "ms", "note"],
                                [[s["seq"], s["phase"], s["tool"], s["args"], s["flags"], s["probe_calls"],
-                                 s["elapsed_ms"], s["note"]] for s in real], class_=f"steps {method}", digits=1))
+                                 s["elapsed_ms"], s["note"]] for s in trace], class_=f"steps {method}", digits=1))
     parts.append(Html("</section>"))
     return join(parts)

@@ -1,9 +1,9 @@
 """The verdict on the dashboards: the first section of an incident page and its cells in the incidents list.
 
-From marts only: `mart_incidents` (the verdict's columns) and `mart_verdict_evidence` (its statements, each with
-the verbatim quote and the citation it rests on). The report's prose - the deciding rule's wording, the root
-cause, fix and verification sentences and the disagreement paragraph - is read from the Markdown report that
-mart_verdict_evidence repeats on each row; a paragraph the report does not have is simply not shown.
+From marts only: `mart_incidents` (the verdict's columns, its prose and its Markdown report) and
+`mart_verdict_evidence` (its statements, each with the verbatim quote and the citation it rests on). The report's
+prose - the deciding rule's wording, the root cause, fix and verification sentences and the disagreement
+paragraph - comes from mart_incidents' verdict columns; a paragraph the verdict does not have is simply not shown.
 """
 
 from __future__ import annotations
@@ -130,8 +130,8 @@ def verdict_section(reader: MartReader, incident: dict[str, Any]) -> Html:
     if not rows:
         missing = reader.missing & {"mart_verdict_evidence"}
         parts.append(no_data("the verdict's statements are not in the marts", missing))
-    else:
+    if incident.get("verdict_report"):
         parts.append(Html(f"<details><summary>Verdict report as Markdown</summary>"
-                          f"{tag('pre', rows[0]['verdict_report'], class_='verdict-report')}</details>"))
+                          f"{tag('pre', incident['verdict_report'], class_='verdict-report')}</details>"))
     parts.append(Html("</section>"))
     return join(parts)

@@ -232,6 +232,11 @@ def test_an_incident_page_shows_ticket_claims_with_evidence_submission_and_truth
     page = _open(browser, site.out_dir, site.out_dir / "incidents" / "sample-backlog-003.html", tmp_path)
     assert title in page.locator("h1").inner_text()
     assert page.locator("pre.ticket-description").inner_text().strip() == description.strip()
+    final_round, root_cause = conn.execute("SELECT round, root_cause FROM astra_rounds WHERE incident_id = "
+                                           "'sample-backlog-003' AND is_final").fetchone()
+    astra = page.locator("section#astra")
+    assert f"final round {final_round}" in astra.locator("h3").first.inner_text()
+    assert root_cause.strip() in astra.locator("dl.facts").first.inner_text()
     claims = page.locator("table.claims tbody tr")
     stored = conn.execute("SELECT count(*) FROM claims WHERE incident_id = 'sample-backlog-003'").fetchone()[0]
     assert claims.count() == stored > 0

@@ -96,7 +96,7 @@ def _rows(conn, sql: str, params=None) -> list[dict]:
 def test_every_mart_exists_with_its_documented_columns_and_passes_its_tests(built) -> None:
     conn, results, _, _ = built
     specs = {s.name: s for s in list_marts()}
-    assert [r.name for r in results] == list(specs) and len(specs) == 15
+    assert [r.name for r in results] == list(specs) and len(specs) == 17
     for result in results:
         assert result.failed_tests == [], (result.name, result.failed_tests)
         columns = [r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns WHERE "
@@ -215,6 +215,68 @@ def test_agreement_levels_on_the_real_incidents(built) -> None:
     healthy = rows[("sample-backlog-047", "sade")]
     assert healthy["truth_is_faulty"] is False
     assert healthy["agreement"] == ("both_no_fault" if not healthy["astra_label"] else "disagree")
+
+
+def test_each_final_report_is_one_row_and_its_claims_are_the_evidence_rows_beside_it(built) -> None:
+    conn = built[0]
+    finals = _rows(conn, "SELECT incident_id, analyst, round, report_text, root_cause FROM astra_rounds WHERE is_final")
+    reports = {(r["incident_id"], r["analyst"]): r for r in _rows(conn, "SELECT * FROM mart_incident_reports")}
+    assert len(finals) == len(reports) == len(BACKLOG)
+    claims = defaultdict(list)
+    for c in _rows(conn, "SELECT * FROM mart_incident_evidence ORDER BY claim_seq"):
+        claims[(c["incident_id"], c["analyst"])].append(c)
+    for final in finals:
+        key = (final["incident_id"], final["analyst"])
+        report = reports[key]
+        assert (report["final_round"], report["report_text"], report["root_cause"]) == (
+            final["round"], final["report_text"], final["root_cause"])
+        stored = conn.execute("SELECT count(*) FROM claims WHERE incident_id = ? AND analyst = ? AND round <= ?",
+                              [*key, final["round"]]).fetchone()[0]
+        assert report["claims"] == len(claims[key]) == stored > 0, key
+        assert report["verified_claims"] == sum(c["evidence_status"] == "VERIFIED" for c in claims[key])
+        assert report["causal_claims"] == sum(c["tag"] == "CAUSAL" for c in claims[key])
+    assert sum(r["verified_claims"] for r in reports.values()) > 0
+
+
+def test_a_report_without_claims_keeps_its_row_and_no_claim_row(conn) -> None:
+    _astra_round(conn, "q-none", 1, label="link_down", final=True)
+    _astra_round(conn, "q-two", 1)
+    _astra_round(conn, "q-two", 2, label="link_down", final=True)
+    for seq, (claim, rnd) in enumerate((("c1", 1), ("c2", 2), ("c3", 3)), start=1):  # c3: a round after the final
+        conn.execute("INSERT INTO claims VALUES ('q-two', 'deterministic', ?, ?, ?, 'log', ?, 'CAUSAL', NULL, now())",
+                     [claim, seq, rnd, f"claim {claim}"])
+    conn.execute("INSERT INTO evidence VALUES ('q-two', 'deterministic', 'c1', 'log', 'q', 'verbatim', 1, 'high', "
+                 "'VERIFIED', NULL, now())")
+    refresh_marts(conn)
+    reports = {r["incident_id"]: r for r in _rows(conn, "SELECT * FROM mart_incident_reports")}
+    assert {i: (r["claims"], r["verified_claims"], r["causal_claims"]) for i, r in reports.items()} == {
+        "q-none": (0, 0, 0), "q-two": (2, 1, 2)}
+    evidence = _rows(conn, "SELECT incident_id, claim_id, evidence_status FROM mart_incident_evidence ORDER BY claim_seq")
+    assert evidence == [{"incident_id": "q-two", "claim_id": "c1", "evidence_status": "VERIFIED"},
+                        {"incident_id": "q-two", "claim_id": "c2", "evidence_status": None}]
+
+
+def test_each_diagnosis_answer_is_one_row_and_its_steps_are_the_trace_rows(built, conn) -> None:
+    stored = _rows(built[0], "SELECT incident_id, method, status, labels, probe_calls FROM submissions")
+    answers = {(r["incident_id"], r["method"]): r for r in _rows(built[0], "SELECT * FROM mart_sade_submissions")}
+    assert len(answers) == len(stored) == 2 * len(BACKLOG)
+    for row in stored:
+        key = (row["incident_id"], row["method"])
+        steps = built[0].execute("SELECT count(*) FROM mart_sade_trace WHERE incident_id = ? AND method = ?",
+                                 list(key)).fetchone()[0]
+        assert answers[key]["steps"] == steps == built[0].execute(
+            "SELECT count(*) FROM sade_steps WHERE incident_id = ? AND method = ?", list(key)).fetchone()[0]
+        assert (answers[key]["status"], answers[key]["labels"], answers[key]["probe_calls"]) == (
+            row["status"], row["labels"], row["probe_calls"])
+    # a session stored without steps, and steps whose submission was never stored
+    _submission(conn, "m-nosteps", method="mcp", labels=["link_down"])
+    conn.execute("INSERT INTO sade_steps VALUES ('m-orphan', 'sade', 1, NULL, 'initial', 'scan', '{}', 'd', [], 2, "
+                 "5.0, 'n', now())")
+    refresh_marts(conn)
+    assert _rows(conn, "SELECT incident_id, steps FROM mart_sade_submissions") == [
+        {"incident_id": "m-nosteps", "steps": 0}]
+    assert _rows(conn, "SELECT incident_id, seq, probe_calls FROM mart_sade_trace") == [
+        {"incident_id": "m-orphan", "seq": 1, "probe_calls": 2}]
 
 
 def _astra_round(conn, incident, rnd, *, analyst="deterministic", label=None, category=None, devices=(),

@@ -1,11 +1,10 @@
--- mart_incident_evidence: ASTRA's final report of each incident with every claim behind it and its evidence.
--- Grain: one row per incident, analyst and claim. The final round's report fields repeat on each claim row;
--- an analysis that stored no claim still has one row (claim columns null) so its report is never lost.
+-- mart_incident_evidence: every claim behind ASTRA's final report of each incident, with its evidence.
+-- Grain: one row per incident, analyst and claim (claims of rounds up to the final one). The report itself is
+-- in mart_incident_reports (one row per incident and analyst), so its text is stored once, not on every claim.
 -- Evidence is the claim's own agent output (evidence.source = claims.agent); should a claim ever carry
 -- several sources, the best-supported one is kept (VERIFIED first, then confidence, then overlap).
 WITH final AS (
-    SELECT incident_id, analyst, round AS final_round, label, category, devices, symptom, root_cause, fix,
-           verification, report_text, mean_score
+    SELECT incident_id, analyst, round AS final_round
     FROM astra_rounds
     WHERE is_final
 ),
@@ -21,16 +20,6 @@ best_evidence AS (
 SELECT
     f.incident_id,
     f.analyst,
-    f.final_round,
-    stated_label(f.label, f.root_cause) AS label,
-    f.category,
-    f.devices,
-    f.symptom,
-    f.root_cause,
-    f.fix,
-    f.verification,
-    f.report_text,
-    f.mean_score AS judge_mean,
     c.claim_id,
     c.seq AS claim_seq,
     c.round AS claim_round,
@@ -44,6 +33,6 @@ SELECT
     e.confidence,
     e.status AS evidence_status
 FROM final f
-LEFT JOIN claims c ON c.incident_id = f.incident_id AND c.analyst = f.analyst AND c.round <= f.final_round
+JOIN claims c ON c.incident_id = f.incident_id AND c.analyst = f.analyst AND c.round <= f.final_round
 LEFT JOIN best_evidence e ON e.incident_id = c.incident_id AND e.analyst = c.analyst AND e.claim_id = c.claim_id
 ORDER BY f.incident_id, f.analyst, c.seq

@@ -82,6 +82,7 @@ SELECT
     v.fix AS verdict_fix,
     v.verification AS verdict_verification,
     nullif(v.disagreement, '') AS verdict_disagreement,
+    v.report_text AS verdict_report,
     ev.value AS verdict_accuracy,
     CASE WHEN evr.value >= 0 THEN evr.value END AS verdict_rca_f1
 FROM ids i
