@@ -55,9 +55,11 @@ def replicate_history(path: Path, copies: int) -> int:
     incidents it then holds analyses of."""
     import duckdb
 
+    from faultline.db import keep_checkpoints_incremental
+
     conn = duckdb.connect(str(path))
     try:
-        conn.execute("SET max_vacuum_tasks = 0")  # appended copies: never rewrite the stored rows
+        keep_checkpoints_incremental(conn)  # appended copies: never rewrite the stored rows
         tables = [r[0] for r in conn.execute(
             "SELECT table_name FROM information_schema.columns WHERE column_name = 'incident_id' AND "
             "table_schema = 'main' AND table_name NOT LIKE 'mart_%' AND table_name <> 'log_lines'").fetchall()]
