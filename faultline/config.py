@@ -255,6 +255,13 @@ class Settings(BaseSettings):
         0, ge=0, description="Units submitted to the task runner at a time, one more as each finishes (0: four per "
         "nightly worker). Set it to a few per worker for a `cluster` runner."
     )
+    nightly_dask_message_log: int = Field(
+        20, ge=0, description="Entries Dask's debugging logs keep (recent messages of each connection, transitions, "
+        "events: `distributed.admin.low-level-log-length`, 1,000 by default) on the connections the `processes` and "
+        "`cluster` runners open: the flow's client, and a local cluster's scheduler and workers. A kept message "
+        "holds the units it carried, their task and parameters, so the flow's process grew with every unit until "
+        "the logs filled (docs/architecture.md, memory)."
+    )
     nightly_persist_batch: int = Field(
         20, ge=1, description="Finished units written to the warehouse in one transaction (a killed run loses at "
         "most this many finished units, which the next run does again)."

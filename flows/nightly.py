@@ -57,10 +57,12 @@ def make_task_runner(settings: Settings) -> Any:
     from flows.worker_client import ReusingDaskTaskRunner
 
     if settings.nightly_task_runner == "cluster":
-        return ReusingDaskTaskRunner(address=settings.nightly_dask_address)
+        return ReusingDaskTaskRunner(address=settings.nightly_dask_address,
+                                     message_log=settings.nightly_dask_message_log)
     return ReusingDaskTaskRunner(cluster_kwargs={"n_workers": settings.nightly_workers, "processes": True,
                                                  "threads_per_worker": 1, "dashboard_address": None,
-                                                 "env": {"PREFECT_API_URL": _api_url()}})
+                                                 "env": {"PREFECT_API_URL": _api_url()}},
+                                 message_log=settings.nightly_dask_message_log)
 
 
 def _api_url() -> str:

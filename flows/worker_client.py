@@ -18,6 +18,7 @@ import sys
 import threading
 from typing import Any, Self
 
+import dask
 from distributed import Worker
 from distributed.diagnostics.plugin import WorkerPlugin
 from prefect.client.orchestration import SyncPrefectClient
@@ -83,16 +84,30 @@ class ReuseApiClient(WorkerPlugin):
 
 class ReusingDaskTaskRunner(DaskTaskRunner):
     """prefect-dask's task runner, with `ReuseApiClient` on its workers while it runs (a cluster's workers get
-    it back out when the runner stops)."""
+    it back out when the runner stops), and Dask's debugging logs of recent messages cut to `message_log` each
+    on the connections it opens: the client's, and a local cluster's scheduler and workers (an existing
+    cluster's scheduler and workers keep their own configuration)."""
+
+    def __init__(self, *args: Any, message_log: int = 20, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.message_log = message_log
 
     def __enter__(self) -> Self:
-        super().__enter__()
-        try:
-            self.client.register_plugin(ReuseApiClient())  # starts the local cluster, as the first submit would
-        except BaseException:
-            self.__exit__(*sys.exc_info())
-            raise
+        # Dask sizes each log when it opens a connection, and a local cluster's workers take the configuration
+        # their nanny is started with, so the setting only needs to hold while the runner starts.
+        with dask.config.set({"distributed.admin.low-level-log-length": self.message_log}):
+            super().__enter__()
+            try:
+                self.client.register_plugin(ReuseApiClient())  # starts the local cluster, as the first submit would
+            except BaseException:
+                self.__exit__(*sys.exc_info())
+                raise
         return self
+
+    def duplicate(self) -> Self:
+        twin = super().duplicate()
+        twin.message_log = self.message_log
+        return twin
 
     def __exit__(self, *exc_info: object) -> None:
         if self.address and self._client is not None:  # a cluster outlives the run; a local one closes now

@@ -72,3 +72,43 @@ def test_units_on_worker_processes_are_named_task_runs_of_the_flow_run_and_share
         time.sleep(0.5)
     assert {r.name for r in runs} == expected
     assert all(r.state and r.state.is_completed() for r in runs), sorted((r.name, r.state_name) for r in runs)
+
+
+@task(name="carry", task_run_name="carry: {n}")
+def carry_task(n: int, payload: str) -> int:
+    return n + len(payload)
+
+
+@flow(name="faultline-message-log-test")
+def message_log_flow(settings: Settings) -> dict[str, list[tuple[int, int | None, int]]]:
+    """Units through `make_task_runner`'s local cluster, then what each Dask connection it opened kept:
+    (messages sent, log limit, messages kept) per connection."""
+    from flows.nightly import make_task_runner
+
+    def kept(stream) -> tuple[int, int | None, int]:
+        return stream.message_count, stream.recent_message_log.maxlen, len(stream.recent_message_log)
+
+    with make_task_runner(settings) as runner:
+        for n in range(UNITS):  # one at a time, as the nightly's window releases each unit once done
+            runner.submit(carry_task, {"n": n, "payload": "x" * 50_000}).result()
+        client = runner._client
+        scheduler = client.cluster.scheduler
+        workers = client.run(lambda dask_worker: kept(dask_worker.batched_stream))
+        return {"client": [kept(client.scheduler_comm)],
+                "scheduler": [kept(s) for s in (*scheduler.stream_comms.values(), *scheduler.client_comms.values())],
+                "workers": list(workers.values())}
+
+
+def test_dask_connections_keep_only_the_configured_recent_messages(tmp_path):
+    """Each kept message holds a unit's task and parameters: Dask's default log of 1,000 per connection made the
+    flow's process grow with every unit of a night until the logs filled."""
+    settings = Settings(duckdb_path=tmp_path / "fl.duckdb", lancedb_dir=tmp_path / "lancedb", progress=False,
+                        nightly_task_runner="processes", nightly_workers=2, nightly_dask_message_log=3)
+    logs = message_log_flow(settings)
+
+    assert len(logs["scheduler"]) == 3 and len(logs["workers"]) == 2  # two workers and the client
+    for where, streams in logs.items():
+        for sent, limit, kept in streams:
+            assert limit == 3 and kept <= 3, (where, sent, limit, kept)
+    # the units went through these connections: more messages than the logs keep
+    assert logs["client"][0][0] > 3 and max(sent for sent, _, _ in logs["scheduler"]) > 3
