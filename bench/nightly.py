@@ -133,7 +133,9 @@ class MemorySampler:
 def _cluster(workers: int, folder: Path, sampler: MemorySampler) -> tuple[str, list[subprocess.Popen]]:
     """A scheduler and `workers` one-thread workers started with the dask command-line tools on localhost."""
     dask = [sys.executable, "-m", "dask"]
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PREFECT_LOGGING_LEVEL": "WARNING"}
+    # as the README asks of a cluster's operator: Dask's debugging logs kept short (nightly_dask_message_log)
+    env = {"DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH": "20", **os.environ, "PYTHONPATH": str(REPO),
+           "PREFECT_LOGGING_LEVEL": "WARNING"}
     address_file = folder / "scheduler.json"
     quiet = {"cwd": REPO, "env": env, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
              "start_new_session": True}  # stopped as a group: a worker's own children go with it
