@@ -1,7 +1,7 @@
 """Embedding batch size: seconds and memory for embedding tickets at each `embedding_batch_size`.
 
-The first `--tickets-n` tickets of the ZooKeeper export (summary + description, cut to the index's
-`EMBED_CHARS`, sorted by length as the index sorts them) are embedded by the product's `Embedder`, in
+The first `--tickets-n` tickets of the ZooKeeper export (the text the index embeds for a ticket,
+`ticket_texts`, sorted by length as the index sorts them) are embedded by the product's `Embedder`, in
 batches of each `--batch` asked for, each size in a fresh process (its own peak): seconds, the
 process's resident memory after the model's load, its peak while embedding and the rise between.
 torch uses its default threads, as the flow's index stage does. The rise is mostly the attention of
@@ -29,7 +29,7 @@ import json, resource, sys, time
 from faultline.config import Settings
 from faultline.offline import apply_offline_env
 from faultline.retrieval.embed import Embedder
-from faultline.retrieval.index import EMBED_CHARS
+from faultline.retrieval.index import ticket_texts
 
 def rss_mb():
     for line in open("/proc/self/status"):
@@ -42,7 +42,8 @@ texts = []
 with open(path) as handle:
     for line in handle:
         ticket = json.loads(line)
-        texts.append((str(ticket.get("summary") or "") + "\n" + str(ticket.get("description") or ""))[:EMBED_CHARS])
+        texts.append(ticket_texts(ticket.get("summary"), ticket.get("description"), ticket.get("environment"),
+                                  ticket.get("components")).embed)
         if len(texts) == n:
             break
 texts.sort(key=len)

@@ -132,9 +132,12 @@ class MemorySampler:
 
 def _cluster(workers: int, folder: Path, sampler: MemorySampler) -> tuple[str, list[subprocess.Popen]]:
     """A scheduler and `workers` one-thread workers started with the dask command-line tools on localhost."""
+    from faultline.config import Settings
+
     dask = [sys.executable, "-m", "dask"]
-    # as the README asks of a cluster's operator: Dask's debugging logs kept short (nightly_dask_message_log)
-    env = {"DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH": "20", **os.environ, "PYTHONPATH": str(REPO),
+    # as the README asks of a cluster's operator: Dask's debugging logs as short as the flow's client keeps them
+    message_log = str(Settings().nightly_dask_message_log)
+    env = {"DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH": message_log, **os.environ, "PYTHONPATH": str(REPO),
            "PREFECT_LOGGING_LEVEL": "WARNING"}
     address_file = folder / "scheduler.json"
     quiet = {"cwd": REPO, "env": env, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
