@@ -73,8 +73,8 @@ class Settings(BaseSettings):
     )
     embedding_batch_size: int = Field(
         16, ge=1, description="Texts embedded per model call. Larger batches cost memory (attention grows with the "
-        "batch) and, on CPU, were no faster: 1,024 tickets took 30-34 s at 16 and 36-37 s at 64, the process rising "
-        "241-260 MB against 602-641 MB (bench/embed_batch.py; docs/architecture.md, memory).",
+        "batch) and, on CPU, were no faster: 1,024 tickets took 29-37 s at 16 and 37-45 s at 64, the process rising "
+        "237-243 MB against 618-651 MB (bench/embed_batch.py; docs/architecture.md, memory).",
     )
     embedding_threads: int = Field(
         0, ge=0, description="torch CPU threads for embedding; 0 leaves torch's default (the core count), "
