@@ -7,6 +7,14 @@ Python functions (``chi2_sf``, ``t_ppf``, ``rubric_accuracy``, ``stated_label``)
 mart's declarative tests; a failed test is returned in the mart's result, never raised, while a mart
 whose SQL fails raises `FaultlineError` naming the file (and nothing of the refresh is kept).
 
+A mart marked ``incremental: true`` in its yml holds rows of one incident each (an ``incident_id`` column)
+computed from that incident's rows alone, of tables whose stores mark a write in ``marts_stale``
+(`faultline.stale.MARKED_TABLES`) or of incremental marts it depends on. Such a mart is not rebuilt whole:
+the rows of the incidents in ``marts_stale`` are deleted and selected again, so a night's refresh costs
+what the night wrote, not what years of nights stored. It is rebuilt whole when its table is missing or was
+built by other SQL or helpers (the table's comment keeps their fingerprint), when a mart it depends on was,
+or when the caller asks (``full=True``). Its tests then check the refreshed incidents' rows.
+
 Test kinds in the yml (`tests:` list): ``unique: [col, ...]``, ``not_null: [col, ...]``,
 ``accepted_range: {column, min, max}``, ``accepted_values: {column, values}``. Every mart is also
 checked against its documentation: the table's columns must be exactly the documented ones.
@@ -14,6 +22,7 @@ checked against its documentation: the table's columns must be exactly the docum
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 from dataclasses import dataclass, field
@@ -26,6 +35,7 @@ import yaml
 from faultline.diskspace import out_of_space, rollback
 from faultline.errors import FaultlineError
 from faultline.resources import warehouse_dir
+from faultline.stale import MARKED_TABLES
 
 if TYPE_CHECKING:
     from faultline.config import Settings
@@ -44,6 +54,12 @@ INSERT_LABEL_SQL = "INSERT INTO taxonomy_labels VALUES (?, ?, ?, ?)"
 INSERT_NO_FAULT_SQL = "INSERT INTO taxonomy_no_fault VALUES (?)"
 TABLE_COLUMNS_SQL = "SELECT column_name FROM information_schema.columns WHERE table_name = ? " \
                     "AND table_schema = 'main' ORDER BY ordinal_position"
+BUILT_WITH_SQL = "SELECT comment FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?"
+STALE_EXISTS_SQL = "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = 'marts_stale'"
+STALE_IDS_SQL = "SELECT DISTINCT incident_id FROM marts_stale ORDER BY incident_id"
+FINGERPRINT_PREFIX = "faultline mart "
+# the helpers' code and data: a change to them changes what every mart computes
+HELPER_FILES = ("astra/rubric.py", "astra/rubric.yml", "marts.py")
 
 
 @dataclass(frozen=True)
@@ -57,6 +73,7 @@ class MartSpec:
     tests: list[dict[str, Any]]
     depends_on: list[str]
     sql_path: Path
+    incremental: bool = False
 
 
 @dataclass(frozen=True)
@@ -75,6 +92,8 @@ class MartResult:
     rows: int
     seconds: float
     failed_tests: list[FailedTest] = field(default_factory=list)
+    incremental: bool = False  # only the stale incidents' rows were rebuilt
+    incidents: int | None = None  # how many, when incremental
 
     @property
     def ok(self) -> bool:
@@ -103,7 +122,10 @@ def list_marts(folder: Path | None = None) -> list[MartSpec]:
                                description=str(data.get("description") or ""),
                                columns={str(k): str(v or "") for k, v in (data.get("columns") or {}).items()},
                                tests=tests, depends_on=[str(d) for d in data.get("depends_on") or []],
-                               sql_path=sql_path)
+                               sql_path=sql_path, incremental=data.get("incremental") is True)
+        if specs[name].incremental and "incident_id" not in specs[name].columns:
+            raise FaultlineError(f"{path}: an incremental mart needs an incident_id column",
+                                 fix="document its incident_id column, or remove `incremental: true`")
     return _in_dependency_order(specs)
 
 
@@ -210,30 +232,37 @@ def _functions() -> list[tuple[str, Any, list[Any], Any, str]]:
 
 
 def refresh_marts(conn: duckdb.DuckDBPyConnection, settings: Settings | None = None, *,
-                  folder: Path | None = None) -> list[MartResult]:
-    """Rebuild every mart in one transaction, then run its tests; returns one result per mart.
+                  folder: Path | None = None, full: bool = False) -> list[MartResult]:
+    """Refresh every mart in one transaction, then run its tests; returns one result per mart.
 
-    `settings` is accepted so callers pass the one settings object down; no setting affects marts yet.
+    Incremental marts rebuild only the incidents in ``marts_stale`` (see the module docstring), unless `full`;
+    the others are rebuilt whole. `settings` is accepted so callers pass the one settings object down; no
+    setting affects marts yet.
     """
     del settings
     specs = list_marts(folder)
     selects = {spec.name: mart_select(spec) for spec in specs}
+    fingerprints = _fingerprints(conn, specs, selects)
     timings: dict[str, float] = {}
+    scoped: dict[str, list[str]] = {}  # incremental mart -> the incidents refreshed
     register_helpers(conn)
     try:
         conn.execute("BEGIN TRANSACTION")
         try:
+            tracked = conn.execute(STALE_EXISTS_SQL).fetchone()[0] > 0
+            stale = [r[0] for r in conn.execute(STALE_IDS_SQL).fetchall()] if tracked else []
             for spec in specs:
                 started = time.perf_counter()
-                try:
-                    conn.execute(f'CREATE OR REPLACE TABLE "{spec.name}" AS\n{selects[spec.name]}')
-                except duckdb.Error as exc:
-                    full = out_of_space(exc)
-                    if full is not None:
-                        raise full from exc
-                    raise FaultlineError(f"mart {spec.name} failed ({spec.sql_path}): {exc}",
-                                         fix=f"fix the SELECT in {spec.sql_path}; nothing was refreshed") from exc
+                reads = _check_incremental(conn, spec, selects[spec.name], specs) if spec.incremental else []
+                if (tracked and not full and spec.incremental and all(d in scoped for d in spec.depends_on)
+                        and _built_with(conn, spec.name) == fingerprints[spec.name]):
+                    _refresh_incidents(conn, spec, selects[spec.name], reads, stale)
+                    scoped[spec.name] = stale
+                else:
+                    _rebuild(conn, spec, selects[spec.name], fingerprints[spec.name])
                 timings[spec.name] = time.perf_counter() - started
+            if tracked:
+                conn.execute("DELETE FROM marts_stale")
             conn.execute("COMMIT")
         except BaseException:
             rollback(conn)
@@ -243,13 +272,94 @@ def refresh_marts(conn: duckdb.DuckDBPyConnection, settings: Settings | None = N
     results = []
     for spec in specs:
         rows = conn.execute(f'SELECT count(*) FROM "{spec.name}"').fetchone()[0]
+        ids = scoped.get(spec.name)
         results.append(MartResult(name=spec.name, rows=int(rows), seconds=timings[spec.name],
-                                  failed_tests=run_tests(conn, spec)))
+                                  failed_tests=run_tests(conn, spec, incidents=ids), incremental=ids is not None,
+                                  incidents=None if ids is None else len(ids)))
     return results
 
 
-def run_tests(conn: duckdb.DuckDBPyConnection, spec: MartSpec) -> list[FailedTest]:
-    """The mart's documentation check and declarative tests; each failure with what was found."""
+def _fingerprints(conn: duckdb.DuckDBPyConnection, specs: list[MartSpec], selects: dict[str, str]) -> dict[str, str]:
+    """Mart -> what its table was built by: its SQL, the warehouse's schema version and the helpers' code."""
+    helpers = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    for name in HELPER_FILES:
+        helpers.update((package / name).read_bytes())
+    try:
+        schema = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
+    except duckdb.Error:
+        schema = None  # a bare database without migrations (tests, marts folders of their own)
+    helpers.update(f"schema {schema}".encode())
+    return {spec.name: FINGERPRINT_PREFIX + hashlib.sha256(helpers.digest() + selects[spec.name].encode())
+            .hexdigest()[:24] for spec in specs}
+
+
+def _built_with(conn: duckdb.DuckDBPyConnection, name: str) -> str | None:
+    row = conn.execute(BUILT_WITH_SQL, [name]).fetchone()
+    return row[0] if row else None
+
+
+def _check_incremental(conn: duckdb.DuckDBPyConnection, spec: MartSpec, select: str,
+                       specs: list[MartSpec]) -> list[str]:
+    """The tables an incremental mart reads; refused when one's writers do not mark `marts_stale` (its rows
+    would go stale without anyone noticing)."""
+    incremental = {s.name for s in specs if s.incremental}
+    try:
+        tables = sorted(conn.get_table_names(select))
+    except duckdb.Error as exc:
+        raise FaultlineError(f"{spec.sql_path}: cannot list the tables an incremental mart reads ({exc})",
+                             fix="write its joins with ON instead of USING, or remove `incremental: true`") from exc
+    unmarked = [t for t in tables if t not in MARKED_TABLES and not (t in incremental and t in spec.depends_on)]
+    if unmarked:
+        raise FaultlineError(f"{spec.sql_path}: incremental mart {spec.name} reads {', '.join(unmarked)}, whose "
+                             "writers do not mark incidents in marts_stale",
+                             fix="remove `incremental: true` from its yml, or read only "
+                                 f"{', '.join(sorted(MARKED_TABLES))} and incremental marts in depends_on")
+    return tables
+
+
+def _rebuild(conn: duckdb.DuckDBPyConnection, spec: MartSpec, select: str, fingerprint: str) -> None:
+    _run(conn, spec, f'CREATE OR REPLACE TABLE "{spec.name}" AS\n{select}')
+    conn.execute(f"COMMENT ON TABLE \"{spec.name}\" IS '{fingerprint}'")
+
+
+def _refresh_incidents(conn: duckdb.DuckDBPyConnection, spec: MartSpec, select: str, tables: list[str],
+                       incidents: list[str]) -> None:
+    """Replace the mart's rows of `incidents` with what its SELECT gives for them now.
+
+    Each table the SELECT reads is shadowed, for this statement, by a temporary view of those incidents' rows:
+    a filter on the finished SELECT would not reach below its joins and window functions, which would then
+    hold the whole history (DuckDB pushes an IN list into a scan only as an optional zone-map filter)."""
+    if not incidents:
+        return
+    ids = _id_list(incidents)
+    stored = _q(conn.execute("SELECT current_database()").fetchone()[0]) + ".main."
+    try:
+        for table in tables:
+            conn.execute(f"CREATE OR REPLACE TEMP VIEW {_q(table)} AS SELECT * FROM {stored}{_q(table)} "
+                         f"WHERE incident_id IN ({ids})")
+        conn.execute(f"DELETE FROM {stored}{_q(spec.name)} WHERE incident_id IN ({ids})")
+        _run(conn, spec, f"INSERT INTO {stored}{_q(spec.name)} SELECT * FROM (\n{select}\n) WHERE incident_id IN ({ids})")
+    finally:
+        for table in tables:
+            conn.execute(f"DROP VIEW IF EXISTS temp.main.{_q(table)}")
+
+
+def _run(conn: duckdb.DuckDBPyConnection, spec: MartSpec, sql: str) -> None:
+    try:
+        conn.execute(sql)
+    except duckdb.Error as exc:
+        full = out_of_space(exc)
+        if full is not None:
+            raise full from exc
+        raise FaultlineError(f"mart {spec.name} failed ({spec.sql_path}): {exc}",
+                             fix=f"fix the SELECT in {spec.sql_path}; nothing was refreshed") from exc
+
+
+def run_tests(conn: duckdb.DuckDBPyConnection, spec: MartSpec, *,
+              incidents: list[str] | None = None) -> list[FailedTest]:
+    """The mart's documentation check and declarative tests; each failure with what was found. With
+    `incidents`, the tests check those incidents' rows (what an incremental refresh rebuilt)."""
     actual = [r[0] for r in conn.execute(TABLE_COLUMNS_SQL, [spec.name]).fetchall()]
     failed: list[FailedTest] = []
     undocumented = [c for c in actual if not spec.columns.get(c, "").strip()]
@@ -264,7 +374,8 @@ def run_tests(conn: duckdb.DuckDBPyConnection, spec: MartSpec) -> list[FailedTes
         if missing or not columns:
             failed.append(FailedTest(label, f"no such column(s) {missing or arg!r} in {spec.name}"))
             continue
-        bad = _violations(conn, spec.name, kind, arg)
+        whole = incidents is None or (kind == "unique" and "incident_id" not in arg)
+        bad = _violations(conn, _q(spec.name) if whole else _only(spec.name, incidents or []), kind, arg)
         if bad:
             failed.append(FailedTest(label, bad))
     return failed
@@ -274,8 +385,17 @@ def _q(column: str) -> str:
     return '"' + column.replace('"', '""') + '"'
 
 
-def _violations(conn: duckdb.DuckDBPyConnection, table: str, kind: str, arg: Any) -> str:
-    t = _q(table)
+def _id_list(incidents: list[str]) -> str:
+    return ", ".join("'" + i.replace("'", "''") + "'" for i in incidents) or "NULL"
+
+
+def _only(table: str, incidents: list[str]) -> str:
+    """The mart's rows of `incidents`, as a FROM item."""
+    return f"(SELECT * FROM {_q(table)} WHERE incident_id IN ({_id_list(incidents)}))"
+
+
+def _violations(conn: duckdb.DuckDBPyConnection, t: str, kind: str, arg: Any) -> str:
+    """What breaks the test in `t` (a quoted table, or a subquery), in words; empty when it holds."""
     if kind == "unique":
         cols = ", ".join(_q(c) for c in arg)
         n = conn.execute(f"SELECT count(*) FROM (SELECT {cols} FROM {t} GROUP BY ALL HAVING count(*) > 1)").fetchone()[0]

@@ -71,9 +71,9 @@ def built(tmp_path_factory):
             save_scores(conn, [done.score], run_id=None)
             sade_scores.append(done.score)
     from faultline.astra.eval_store import load_truth
-    from faultline.verdict.refine import verdict_for
     from faultline.verdict.evaluate import save_scores as save_verdict_scores
     from faultline.verdict.evaluate import score_verdict
+    from faultline.verdict.refine import verdict_for
     from faultline.verdict.sources import load_inputs
     from faultline.verdict.store import save_verdict
 
@@ -490,14 +490,14 @@ def test_cost_counts_only_the_stored_runs_llm_calls_and_failures_list_them(conn)
 
 
 def _mart(folder: Path, name: str, sql: str, columns: dict[str, str], tests: list | None = None,
-          depends_on: list[str] | None = None) -> None:
+          depends_on: list[str] | None = None, incremental: bool = False) -> None:
     import yaml
 
     folder.mkdir(exist_ok=True)
     (folder / f"{name}.sql").write_text(sql)
     (folder / f"{name}.yml").write_text(yaml.safe_dump({"mart": name, "grain": "one row per x", "description": "d",
                                                         "columns": columns, "tests": tests or [],
-                                                        "depends_on": depends_on or []}))
+                                                        "depends_on": depends_on or [], "incremental": incremental}))
 
 
 def test_a_broken_mart_names_its_file_and_nothing_is_refreshed(conn, tmp_path) -> None:
@@ -542,9 +542,13 @@ def test_cli_refreshes_and_lists_the_marts(run_cli, conn, capsys) -> None:
     assert set(payload) == {s.name for s in list_marts()}
     assert payload["mart_failures"]["rows"] == 1 and payload["mart_cost"]["rows"] == 0
     assert all(m["failed_tests"] == [] for m in payload.values())
+    assert {m["refreshed_incidents"] for m in payload.values()} == {None}  # first refresh: every mart whole
     run_cli("marts", "refresh")
     out = capsys.readouterr().out
     assert "mart_refinement_rounds" in out and f"{len(list_marts())} mart(s), 0 failed test(s)" in out
+    assert "0 incident(s)" in out  # nothing analysed since: the incremental marts had nothing to rebuild
+    run_cli("marts", "refresh", "--full", "--json")
+    assert {m["refreshed_incidents"] for m in json.loads(capsys.readouterr().out)} == {None}
     run_cli("marts", "list")
     assert "mart_fault_stratification" in capsys.readouterr().out
 
@@ -568,3 +572,116 @@ def test_refinement_pairs_the_incidents_with_every_round_and_leaves_the_others_o
     summary = {r["criterion"]: r for r in _rows(conn, "SELECT * FROM mart_refinement_summary")}["focus"]
     assert (summary["n_incidents"], summary["n_single_round"]) == (3, 0)  # first -> last includes p-short
     assert summary["delta_first_last"] == pytest.approx((3 - 1 + 4) / 3) and summary["share_improved"] == pytest.approx(2 / 3)
+
+
+def _contents(conn) -> dict[str, list[tuple]]:
+    """Every mart's rows, in a fixed order (an incremental refresh appends, a rebuild sorts)."""
+    return {spec.name: sorted(conn.execute(f"SELECT * FROM {spec.name}").fetchall(), key=repr)
+            for spec in list_marts()}
+
+
+def test_a_night_refreshes_only_the_incidents_it_wrote_and_equals_a_full_rebuild(built, tmp_path) -> None:
+    import shutil
+
+    from faultline import db
+    from faultline.astra.batch import evaluate_incidents
+    from faultline.config import Settings
+    from faultline.sade.records import Diagnosis
+    from faultline.sade.store import save_diagnosis
+
+    source = built[0]
+    source.execute("CHECKPOINT")
+    path = Path(source.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()")
+                .fetchone()[0])
+    shutil.copyfile(path, tmp_path / "night.duckdb")
+    settings = Settings(duckdb_path=tmp_path / "night.duckdb", lancedb_dir=path.parent / "lancedb", progress=False)
+    conn = db.connect(settings.duckdb_path)
+    assert conn.execute("SELECT count(*) FROM marts_stale").fetchone()[0] == 0  # the fixture's refresh emptied it
+    before = _contents(conn)
+    redone, cut = BACKLOG[0], BACKLOG[1]
+    rounds = "SELECT max(final_round) FROM mart_incident_reports WHERE incident_id = ?"
+    assert conn.execute(rounds, [redone]).fetchone()[0] > 1
+    evaluate_incidents(conn, settings, [redone], max_rounds=1)  # tonight: one incident analysed again, one round
+    diag = conn.execute("SELECT count(*) FROM sade_steps WHERE incident_id = ? AND method = 'sade'", [cut]).fetchone()[0]
+    assert diag > 2
+    stored = Diagnosis(incident_id=cut, method="sade", policy="deterministic", backend="snapshot", submission=None,
+                       steps=[], flags=[], probe_calls=0, tool_calls=0, elapsed_s=0.1, status="error",
+                       error="probe timed out")
+    save_diagnosis(conn, stored, run_id="tonight")  # and one diagnosis replaced by a failed one without steps
+
+    results = {r.name: r for r in refresh_marts(conn, settings)}
+    incremental = {n for n, r in results.items() if r.incremental}
+    assert incremental == {s.name for s in list_marts() if s.incremental} and len(incremental) == 6
+    assert {results[n].incidents for n in incremental} == {2} and all(r.ok for r in results.values())
+    assert conn.execute("SELECT count(*) FROM marts_stale").fetchone()[0] == 0
+    after = _contents(conn)
+    assert conn.execute(rounds, [redone]).fetchone()[0] == 1
+    assert conn.execute("SELECT count(*) FROM mart_sade_trace WHERE incident_id = ? AND method = 'sade'",
+                        [cut]).fetchone()[0] == 0
+    assert conn.execute("SELECT status, steps FROM mart_sade_submissions WHERE incident_id = ? AND method = 'sade'",
+                        [cut]).fetchone() == ("error", 0)
+    untouched = [r for r in before["mart_sade_trace"] if r[0] not in (redone, cut)]
+    assert untouched and untouched == [r for r in after["mart_sade_trace"] if r[0] not in (redone, cut)]
+
+    full = {r.name: r for r in refresh_marts(conn, settings, full=True)}
+    assert not any(r.incremental for r in full.values())
+    rebuilt = _contents(conn)
+    # the incremental refresh left what a rebuild gives (the other marts were rebuilt both times)
+    assert [m for m in incremental if rebuilt[m] != after[m]] == []
+    conn.close()
+
+
+def test_an_incremental_mart_follows_the_marks_and_is_rebuilt_when_its_sql_changes(conn, tmp_path) -> None:
+    from faultline.stale import mark_stale
+
+    folder = tmp_path / "marts"
+    sql = "SELECT incident_id, count(*) AS claims FROM claims GROUP BY incident_id"
+    _mart(folder, "mart_claim_counts", sql, {"incident_id": "incident", "claims": "how many"},
+          tests=[{"unique": ["incident_id"]}], incremental=True)
+
+    def claim(incident: str, claim_id: str) -> None:
+        conn.execute("INSERT INTO claims (incident_id, analyst, claim_id, seq, round, agent, text, tag, created_at) "
+                     "VALUES (?, 'deterministic', ?, 1, 0, 'log', 't', 'CAUSAL', now())", [incident, claim_id])
+        mark_stale(conn, incident, "astra")
+
+    def counts() -> dict[str, int]:
+        return dict(conn.execute("SELECT incident_id, claims FROM mart_claim_counts").fetchall())
+
+    claim("a", "c1")
+    claim("b", "c1")
+    (first,) = refresh_marts(conn, folder=folder)
+    assert not first.incremental and counts() == {"a": 1, "b": 1}  # no table yet: built whole
+    claim("a", "c2")
+    (second,) = refresh_marts(conn, folder=folder)
+    assert (second.incremental, second.incidents, second.rows) == (True, 1, 2) and counts() == {"a": 2, "b": 1}
+    (nothing,) = refresh_marts(conn, folder=folder)
+    assert (nothing.incremental, nothing.incidents) == (True, 0) and counts() == {"a": 2, "b": 1}
+    (folder / "mart_claim_counts.sql").write_text(sql.replace("count(*)", "count(*) + 10"))
+    (changed,) = refresh_marts(conn, folder=folder)
+    assert not changed.incremental and counts() == {"a": 12, "b": 11}  # other SQL: every incident rebuilt
+
+
+def test_a_failed_refresh_keeps_the_marks_for_the_next(conn, tmp_path) -> None:
+    from faultline.stale import mark_stale
+
+    folder = tmp_path / "marts"
+    _mart(folder, "mart_a_counts", "SELECT incident_id, count(*) AS n FROM claims GROUP BY incident_id",
+          {"incident_id": "incident", "n": "claims"}, incremental=True)
+    refresh_marts(conn, folder=folder)
+    mark_stale(conn, "inc-1", "astra")
+    _mart(folder, "mart_b_broken", "SELECT x FROM WHERE", {"x": "one"})
+    with pytest.raises(FaultlineError, match="mart_b_broken"):
+        refresh_marts(conn, folder=folder)
+    assert conn.execute("SELECT incident_id FROM marts_stale").fetchall() == [("inc-1",)]
+
+
+def test_an_incremental_mart_reading_an_unmarked_table_is_refused(conn, tmp_path) -> None:
+    folder = tmp_path / "marts"
+    _mart(folder, "mart_titles", "SELECT c.incident_id, t.title FROM claims c JOIN tickets t ON t.ticket_id = "
+          "c.incident_id", {"incident_id": "incident", "title": "ticket title"}, incremental=True)
+    with pytest.raises(FaultlineError, match="reads tickets, whose writers do not mark") as err:
+        refresh_marts(conn, folder=folder)
+    assert str(folder / "mart_titles.sql") in err.value.message and "incremental: true" in (err.value.fix or "")
+    _mart(folder, "mart_titles", "SELECT 1 AS n", {"n": "one"}, incremental=True)
+    with pytest.raises(FaultlineError, match="needs an incident_id column"):
+        refresh_marts(conn, folder=folder)

@@ -13,7 +13,8 @@ import duckdb
 
 from rel_cases.small_corpus import INGEST_TABLES, counts, rows
 
-MART_TABLES_SQL = "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND table_name LIKE 'mart_%'"
+MART_TABLES_SQL = ("SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND table_name LIKE 'mart!_%' "
+                   "ESCAPE '!'")  # not marts_stale
 LAST_NIGHTLY_SQL = "SELECT run_id FROM rebuild.main.runs WHERE kind = 'nightly' ORDER BY started_at DESC LIMIT 1"
 LAST_RUN_SQL = "SELECT status FROM runs WHERE kind = ? ORDER BY started_at DESC LIMIT 1"
 # per file: what the ledger says came in, was accepted and quarantined, and the rows the tables hold for it
@@ -84,8 +85,9 @@ def index_problems(db: Path, lancedb: Path) -> list[str]:
 
 
 def mart_problems(db: Path, scratch: Path) -> list[str]:
-    """Every mart holds what a clean rebuild of the marts on a copy of the warehouse holds (row for row); only
-    the row of `mart_runs` for the run that refreshed the marts differs by design (it was still running)."""
+    """Every mart holds what a clean rebuild of the marts on a copy of the warehouse holds (row for row, the
+    incremental ones too); only the row of `mart_runs` for the run that refreshed the marts differs by design (it
+    was still running)."""
     from faultline.marts import refresh_marts
 
     copy = scratch / "rebuild.duckdb"
@@ -93,7 +95,7 @@ def mart_problems(db: Path, scratch: Path) -> list[str]:
     shutil.copyfile(db, copy)
     conn = duckdb.connect(str(copy))
     try:
-        refresh_marts(conn)
+        refresh_marts(conn, full=True)
         conn.execute(f"ATTACH '{db}' AS crashed (READ_ONLY)")
         marts = [r[0] for r in conn.execute(MART_TABLES_SQL, ["rebuild"]).fetchall()]
         crashed = {r[0] for r in conn.execute(MART_TABLES_SQL, ["crashed"]).fetchall()}

@@ -21,6 +21,7 @@ from faultline.astra.records import (
     JudgeScore,
     Report,
 )
+from faultline.stale import mark_stale
 
 if TYPE_CHECKING:
     import duckdb
@@ -99,6 +100,7 @@ def save_result(conn: duckdb.DuckDBPyConnection, result: AstraResult, *, run_id:
         for e in result.evidence:
             conn.execute(INSERT_EVIDENCE_SQL, [*key, e.claim_id, e.source, e.quote, e.method, e.overlap,
                                                e.confidence, e.status, run_id, now])
+        mark_stale(conn, result.incident_id, "astra")
         conn.execute("COMMIT")
     except Exception:
         conn.execute("ROLLBACK")

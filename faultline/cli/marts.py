@@ -13,8 +13,12 @@ app = typer.Typer(help="SQL marts (warehouse/marts): refresh them and list what 
 def refresh_command(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print each mart's rows, seconds and failed tests as JSON."),
+    full: bool = typer.Option(False, "--full", help="Rebuild the incremental marts whole too, not only the "
+                                                    "incidents written since the last refresh."),
 ) -> None:
-    """Rebuild every mart in one transaction and run its tests; exits 1 when a data test failed."""
+    """Refresh every mart in one transaction and run its tests; exits 1 when a data test failed.
+
+    Marts marked incremental rebuild only the incidents whose analyses changed since the last refresh."""
     from faultline import db
     from faultline.marts import refresh_marts
     from faultline.runlock import settings_lock
@@ -22,18 +26,20 @@ def refresh_command(
     with settings_lock(ctx.obj, "marts refresh"):
         conn = db.open_warehouse(ctx.obj)
         try:
-            results = refresh_marts(conn, ctx.obj)
+            results = refresh_marts(conn, ctx.obj, full=full)
         finally:
             conn.close()
     failed = sum(len(r.failed_tests) for r in results)
     if as_json:
         print_json([{"mart": r.name, "rows": r.rows, "seconds": round(r.seconds, 4),
+                     "refreshed_incidents": r.incidents if r.incremental else None,
                      "failed_tests": [{"test": f.test, "message": f.message} for f in r.failed_tests]}
                     for r in results])
     else:
-        print_table(["mart", "rows", "seconds", "failed tests"],
-                    [(r.name, r.rows, f"{r.seconds:.3f}", "; ".join(f"{f.test} -> {f.message}" for f in r.failed_tests)
-                      or "-") for r in results], title=f"marts refreshed in {ctx.obj.duckdb_path}")
+        print_table(["mart", "rows", "refreshed", "seconds", "failed tests"],
+                    [(r.name, r.rows, f"{r.incidents} incident(s)" if r.incremental else "whole", f"{r.seconds:.3f}",
+                      "; ".join(f"{f.test} -> {f.message}" for f in r.failed_tests) or "-") for r in results],
+                    title=f"marts refreshed in {ctx.obj.duckdb_path}")
         typer.echo(f"{len(results)} mart(s), {failed} failed test(s)")
     if failed:
         raise typer.Exit(1)

@@ -35,12 +35,13 @@ from faultline.nightly.backlog import Method
 from faultline.nightly.work import Outcome
 
 # the tables each kind of unit writes (its stores': astra/store.py, eval_store.py, logs/store.py,
-# scope/store.py, sade/store.py, verdict/store.py, verdict/evaluate.py; llm_calls from the LLM gateway)
+# scope/store.py, sade/store.py, verdict/store.py, verdict/evaluate.py; llm_calls from the LLM gateway; marts_stale
+# from stale.py, which those stores call)
 OUTPUT_TABLES: dict[Method, tuple[str, ...]] = {
     "astra": ("astra_rounds", "claims", "evidence", "judge_scores", "followup_queries", "evaluations",
-              "log_excerpts", "log_scopes", "llm_calls"),
-    "sade": ("sade_steps", "sade_flags", "submissions", "evaluations", "llm_calls"),
-    "verdict": ("verdicts", "verdict_claims", "verdict_checks", "evaluations", "llm_calls"),
+              "log_excerpts", "log_scopes", "llm_calls", "marts_stale"),
+    "sade": ("sade_steps", "sade_flags", "submissions", "evaluations", "llm_calls", "marts_stale"),
+    "verdict": ("verdicts", "verdict_claims", "verdict_checks", "evaluations", "llm_calls", "marts_stale"),
 }
 SNAPSHOT_ALIAS = "frozen"
 # left free beside a frozen copy: the run's results go to the warehouse's WAL, often on the same disk

@@ -21,6 +21,7 @@ from faultline.sade.records import (
     SubmissionV2,
 )
 from faultline.sade.scoring import IncidentScore, Truth
+from faultline.stale import MARK_SQL
 
 DELETE_STEPS_SQL = "DELETE FROM sade_steps WHERE incident_id = ? AND method = ?"
 DELETE_FLAGS_SQL = "DELETE FROM sade_flags WHERE incident_id = ? AND method = ?"
@@ -86,7 +87,8 @@ def submission_writes(incident_id: str, method: str, *, v1: SubmissionV1 | None,
            None if v2 is None else _json(v2.model_dump(mode="json")),
            list(submission.families) if submission else [], list(submission.fingerprints) if submission else [],
            submission.summary if submission else None, probe_calls, tool_calls, elapsed_s, error, _now()]
-    return [(DELETE_SUBMISSION_SQL, [incident_id, method]), (INSERT_SUBMISSION_SQL, row)]
+    return [(DELETE_SUBMISSION_SQL, [incident_id, method]), (INSERT_SUBMISSION_SQL, row),
+            (MARK_SQL, [incident_id, "sade", row[-1]])]
 
 
 def save_submission(conn: duckdb.DuckDBPyConnection, incident_id: str, method: str, v1: SubmissionV1,

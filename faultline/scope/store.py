@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 import duckdb
 
 from faultline.scope.resolve import Scope, ScopeEntry
+from faultline.stale import mark_stale
 
 _COLUMNS = ("incident_id", "round", "device", "kind", "reason", "matched", "window_start", "window_end",
             "clock_offset_s", "lines_in_scope", "created_at")
@@ -23,6 +24,7 @@ def write_scope(conn: duckdb.DuckDBPyConnection, scope: Scope) -> None:
         if rows:
             conn.executemany(f"INSERT INTO log_scopes ({', '.join(_COLUMNS)}) VALUES "
                              f"({', '.join('?' for _ in _COLUMNS)})", rows)
+        mark_stale(conn, scope.incident_id, "scope")
         conn.execute("COMMIT")
     except Exception:
         conn.execute("ROLLBACK")

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 
 import duckdb
 
+from faultline.stale import mark_stale
 from faultline.verdict.records import Verdict
 
 DELETE_SQL = ("DELETE FROM verdicts WHERE incident_id = ?", "DELETE FROM verdict_claims WHERE incident_id = ?",
@@ -54,6 +55,7 @@ def save_verdict(conn: duckdb.DuckDBPyConnection, verdict: Verdict, *, run_id: s
             conn.execute(INSERT_CHECK_SQL, [v.incident_id, seq, k.label, k.source, k.asked_devices, k.checked_devices,
                                             k.outcome, k.reason, k.matched_devices, k.probes, k.probe_calls, first,
                                             run_id, now])
+        mark_stale(conn, v.incident_id, "verdict")
         conn.execute("COMMIT")
     except Exception:
         conn.execute("ROLLBACK")

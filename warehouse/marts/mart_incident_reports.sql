@@ -25,6 +25,6 @@ SELECT
     coalesce(n.verified_claims, 0) AS verified_claims,
     coalesce(n.causal_claims, 0) AS causal_claims
 FROM astra_rounds r
-LEFT JOIN claim_counts n USING (incident_id, analyst)
+LEFT JOIN claim_counts n ON n.incident_id = r.incident_id AND n.analyst = r.analyst
 WHERE r.is_final
 ORDER BY r.incident_id, r.analyst

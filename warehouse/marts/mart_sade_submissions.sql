@@ -27,5 +27,5 @@ SELECT
     s.error,
     coalesce(n.steps, 0) AS steps
 FROM submissions s
-LEFT JOIN step_counts n USING (incident_id, method)
+LEFT JOIN step_counts n ON n.incident_id = s.incident_id AND n.method = s.method
 ORDER BY s.incident_id, s.method

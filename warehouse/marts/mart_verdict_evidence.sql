@@ -19,5 +19,5 @@ SELECT
     v.rule AS verdict_rule,
     v.confidence AS verdict_confidence
 FROM verdict_claims c
-JOIN verdicts v USING (incident_id)
+JOIN verdicts v ON v.incident_id = c.incident_id
 ORDER BY c.incident_id, c.seq
