@@ -3,9 +3,11 @@
 Copies a warehouse the nightly filled (default `var/demo/faultline.duckdb`, written by `faultline demo`) and
 replicates every per-incident row N times under new incident ids (`<id>-rK`; the ids of tables keyed by their
 own id get the same suffix), as if N nights like it had been stored; the collector's log lines are not copied
-(no mart reads them). Then `refresh_marts` runs in a fresh process while a thread samples `duckdb_memory()`
-every 20 ms. The refresh rebuilds every mart from the whole history in one transaction, so this is the
-memory a night's marts stage needs per 1,000 incidents of history. Figures are ratios within one run.
+(no mart reads them). Then, each in a fresh process while a thread samples `duckdb_memory()` every 20 ms:
+`refresh_marts(full=True)`, every mart rebuilt from the whole history (what the first night after an upgrade
+does), and then a night's refresh: the original warehouse's incidents marked in `marts_stale`, as if tonight
+had analysed them again, and `refresh_marts` as the nightly calls it (the incremental marts rebuild those
+incidents' rows only, the others the whole history). Figures are ratios within one run.
 
     .venv/bin/python bench/marts.py [--warehouse FILE] [--replicas 1 --replicas 10 --replicas 100] [--json]
 """
@@ -41,12 +43,13 @@ def sample():
 thread = threading.Thread(target=sample, daemon=True)
 thread.start()
 started = time.perf_counter()
-results = refresh_marts(conn)
+results = refresh_marts(conn, full=sys.argv[2] == "full")
 seconds = time.perf_counter() - started
 done.set(); thread.join()
 print(json.dumps({"seconds": round(seconds, 2), "duckdb_peak_mb": round(peak[0]),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
-                  "mart_rows": sum(r.rows for r in results), "failed_tests": sum(len(r.failed_tests) for r in results)}))
+                  "mart_rows": sum(r.rows for r in results), "failed_tests": sum(len(r.failed_tests) for r in results),
+                  "incremental_marts": sum(r.incremental for r in results)}))
 """
 
 
@@ -55,14 +58,16 @@ def replicate_history(path: Path, copies: int) -> int:
     incidents it then holds analyses of."""
     import duckdb
 
-    from faultline.db import keep_checkpoints_incremental
+    from faultline.db import keep_checkpoints_incremental, migrate
 
     conn = duckdb.connect(str(path))
     try:
+        migrate(conn)  # a warehouse from before the newest migrations
         keep_checkpoints_incremental(conn)  # appended copies: never rewrite the stored rows
         tables = [r[0] for r in conn.execute(
             "SELECT table_name FROM information_schema.columns WHERE column_name = 'incident_id' AND "
-            "table_schema = 'main' AND table_name NOT LIKE 'mart_%' AND table_name <> 'log_lines'").fetchall()]
+            "table_schema = 'main' AND table_name NOT LIKE 'mart_%' AND table_name NOT IN ('log_lines', "
+            "'marts_stale')").fetchall()]
         for table in tables:
             key = [r[0] for r in conn.execute(
                 "SELECT unnest(constraint_column_names) FROM duckdb_constraints() WHERE table_name = ? AND "
@@ -86,12 +91,32 @@ def run_once(warehouse: Path, copies: int, work: Path) -> dict[str, Any]:
     started = time.perf_counter()
     incidents = replicate_history(target, copies)
     built = time.perf_counter() - started
-    child = subprocess.run([sys.executable, "-c", _CHILD, str(target)], capture_output=True, text=True,
+    whole = _refresh(target, "full", copies)
+    night = mark_one_night(target)
+    return {"replicas": copies, "incidents": incidents, "replicate_s": round(built, 1), "full": whole,
+            "night": {"incidents": night, **_refresh(target, "night", copies)}}
+
+
+def mark_one_night(path: Path) -> int:
+    """Mark the original warehouse's analysed incidents stale, as a night that analysed them again would;
+    how many."""
+    import duckdb
+
+    conn = duckdb.connect(str(path))
+    try:
+        conn.execute("INSERT INTO marts_stale SELECT DISTINCT incident_id, 'astra', now() FROM astra_rounds "
+                     "WHERE NOT regexp_matches(incident_id, '-r[0-9]+$')")
+        return int(conn.execute("SELECT count(DISTINCT incident_id) FROM marts_stale").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def _refresh(target: Path, mode: str, copies: int) -> dict[str, Any]:
+    child = subprocess.run([sys.executable, "-c", _CHILD, str(target), mode], capture_output=True, text=True,
                            cwd=REPO, check=False)
     if child.returncode:
-        raise SystemExit(f"the refresh at x{copies} failed:\n{child.stderr[-3000:]}")
-    return {"replicas": copies, "incidents": incidents, "replicate_s": round(built, 1),
-            **json.loads(child.stdout.strip().splitlines()[-1])}
+        raise SystemExit(f"the {mode} refresh at x{copies} failed:\n{child.stderr[-3000:]}")
+    return json.loads(child.stdout.strip().splitlines()[-1])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -112,16 +137,20 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps({"warehouse": str(args.warehouse), "runs": runs}, indent=2))
         return
     for r in runs:
-        print(f"x{r['replicas']} ({r['incidents']} analysed incidents): refresh {r['seconds']} s, DuckDB peak "
-              f"{r['duckdb_peak_mb']} MB, process peak RSS {r['peak_rss_mb']} MB, {r['mart_rows']} mart rows, "
-              f"{r['failed_tests']} failed mart test(s)")
+        for mode in ("full", "night"):
+            m = r[mode]
+            what = "every mart rebuilt" if mode == "full" else f"a night of {m['incidents']} incidents"
+            print(f"x{r['replicas']} ({r['incidents']} analysed incidents), {what}: {m['seconds']} s, DuckDB peak "
+                  f"{m['duckdb_peak_mb']} MB, process peak RSS {m['peak_rss_mb']} MB, {m['mart_rows']} mart rows, "
+                  f"{m['failed_tests']} failed mart test(s), {m['incremental_marts']} mart(s) incremental")
     if len(runs) > 1:
         first, last = runs[0], runs[-1]
-        per_k = (last["peak_rss_mb"] - first["peak_rss_mb"]) / max(1, last["incidents"] - first["incidents"]) * 1000
-        print(f"x{last['replicas']} vs x{first['replicas']}: seconds ratio {last['seconds'] / first['seconds']:.2f}, "
-              f"peak RSS ratio {last['peak_rss_mb'] / first['peak_rss_mb']:.2f}; about {per_k:.0f} MB of peak RSS "
-              "per 1,000 incidents of history")
-
+        for mode in ("full", "night"):
+            a, b = first[mode], last[mode]
+            per_k = (b["peak_rss_mb"] - a["peak_rss_mb"]) / max(1, last["incidents"] - first["incidents"]) * 1000
+            print(f"{mode}: x{last['replicas']} vs x{first['replicas']}: seconds ratio {b['seconds'] / a['seconds']:.2f}, "
+                  f"peak RSS ratio {b['peak_rss_mb'] / a['peak_rss_mb']:.2f}; about {per_k:.0f} MB of peak RSS "
+                  "per 1,000 incidents of history")
 
 if __name__ == "__main__":
     main()
