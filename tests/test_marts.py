@@ -611,7 +611,7 @@ def test_a_night_refreshes_only_the_incidents_it_wrote_and_equals_a_full_rebuild
 
     results = {r.name: r for r in refresh_marts(conn, settings)}
     incremental = {n for n, r in results.items() if r.incremental}
-    assert incremental == {s.name for s in list_marts() if s.incremental} and len(incremental) == 6
+    assert incremental == {s.name for s in list_marts() if s.incremental} and len(incremental) == 7
     assert {results[n].incidents for n in incremental} == {2} and all(r.ok for r in results.values())
     assert conn.execute("SELECT count(*) FROM marts_stale").fetchone()[0] == 0
     after = _contents(conn)
@@ -628,6 +628,24 @@ def test_a_night_refreshes_only_the_incidents_it_wrote_and_equals_a_full_rebuild
     rebuilt = _contents(conn)
     # the incremental refresh left what a rebuild gives (the other marts were rebuilt both times)
     assert [m for m in incremental if rebuilt[m] != after[m]] == []
+
+    from faultline.ingest.incidents import _upsert_truth
+
+    accuracy = "SELECT score FROM mart_round_scores WHERE incident_id = ? AND criterion = 'accuracy'"
+    # an answer key corrected and ingested again, for an incident no one analysed since: it names what the
+    # incident's final report says, so the report's accuracy rises
+    other, label, devices = conn.execute("SELECT incident_id, label, devices FROM astra_rounds WHERE is_final AND "
+                                         "label IS NOT NULL AND incident_id NOT IN (?, ?) ORDER BY incident_id",
+                                         [redone, cut]).fetchone()
+    accuracy += " AND round = (SELECT max(round) FROM astra_rounds WHERE incident_id = ?)"
+    (right,) = conn.execute(accuracy, [other, other]).fetchone()
+    _upsert_truth(conn, other, {"v1": {"is_anomaly": True, "root_cause_names": [label], "faulty_devices": devices}})
+    (scores,) = [r for r in refresh_marts(conn, settings) if r.name == "mart_round_scores"]
+    assert (scores.incremental, scores.incidents) == (True, 1)
+    (now,) = conn.execute(accuracy, [other, other]).fetchone()
+    assert now > right
+    refresh_marts(conn, settings, full=True)
+    assert conn.execute(accuracy, [other, other]).fetchone() == (now,)
     conn.close()
 
 

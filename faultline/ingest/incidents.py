@@ -27,6 +27,7 @@ from faultline.ingest.api import FileReport, expand_paths, ingest_many, ingest_o
 from faultline.ingest.reading import Reject
 from faultline.ingest.store import replace_quarantine
 from faultline.runs import failed_on_raise, finish_run, record_failure, start_run
+from faultline.stale import mark_stale
 
 INCIDENT_FILE = "incident.json"
 ARCHIVE = "archive"  # a suite's syslog archive (faultline.corpus.archive)
@@ -197,6 +198,7 @@ def _upsert_incident(conn: duckdb.DuckDBPyConnection, folder: Path, incident_id:
 def _upsert_truth(conn: duckdb.DuckDBPyConnection, incident_id: str, truth: dict[str, Any]) -> None:
     v1 = truth["v1"]
     labels = v1.get("root_cause_names") or ([v1["root_cause_name"]] if v1.get("is_anomaly") else [])
+    mark_stale(conn, incident_id, "truth")  # first: a mark without the write only costs a refresh of the same rows
     conn.execute("DELETE FROM ground_truth WHERE incident_id = ?", [incident_id])
     conn.execute(
         "INSERT INTO ground_truth VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

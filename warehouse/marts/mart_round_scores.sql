@@ -13,4 +13,4 @@ SELECT r.incident_id, r.analyst, r.round, 'accuracy' AS criterion,
        CAST(rubric_accuracy(r.label, r.category, r.devices, r.root_cause, g.is_faulty, g.labels, g.devices)
             AS DOUBLE) AS score
 FROM astra_rounds r
-JOIN ground_truth g USING (incident_id)
+JOIN ground_truth g ON g.incident_id = r.incident_id
