@@ -551,6 +551,9 @@ def test_cli_refreshes_and_lists_the_marts(run_cli, conn, capsys) -> None:
     assert {m["refreshed_incidents"] for m in json.loads(capsys.readouterr().out)} == {None}
     run_cli("marts", "list")
     assert "mart_fault_stratification" in capsys.readouterr().out
+    run_cli("marts", "list", "--json")
+    listed = {m["mart"]: m["incremental"] for m in json.loads(capsys.readouterr().out)}
+    assert listed["mart_sade_trace"] is True and listed["mart_incidents"] is False
 
 
 def test_refinement_pairs_the_incidents_with_every_round_and_leaves_the_others_out(conn) -> None:

@@ -53,7 +53,9 @@ def list_command(as_json: bool = typer.Option(False, "--json", help="Print as JS
     specs = list_marts()
     if as_json:
         print_json([{"mart": s.name, "grain": s.grain, "description": s.description, "columns": s.columns,
-                     "tests": s.tests, "depends_on": s.depends_on, "sql": str(s.sql_path)} for s in specs])
+                     "tests": s.tests, "depends_on": s.depends_on, "incremental": s.incremental,
+                     "sql": str(s.sql_path)} for s in specs])
         return
-    print_table(["mart", "grain", "columns", "tests"],
-                [(s.name, s.grain, len(s.columns), len(s.tests)) for s in specs])
+    print_table(["mart", "grain", "columns", "tests", "refreshed"],
+                [(s.name, s.grain, len(s.columns), len(s.tests), "per incident" if s.incremental else "whole")
+                 for s in specs])
