@@ -82,11 +82,25 @@ class ReuseApiClient(WorkerPlugin):
         uninstall()
 
 
+LOG_LENGTH_KEY = "distributed.admin.low-level-log-length"
+
+
+def _configured_log_length() -> int:
+    return int(dask.config.get(LOG_LENGTH_KEY))
+
+
+def longer_message_logs(client: Any, wanted: int) -> dict[str, int]:
+    """The scheduler and workers of `client`'s cluster whose debugging logs keep more than `wanted` recent
+    messages (process -> entries): each of those holds a submitted unit long after it is done."""
+    found = {"scheduler": client.run_on_scheduler(_configured_log_length), **client.run(_configured_log_length)}
+    return {process: int(length) for process, length in found.items() if int(length) > wanted}
+
+
 class ReusingDaskTaskRunner(DaskTaskRunner):
     """prefect-dask's task runner, with `ReuseApiClient` on its workers while it runs (a cluster's workers get
     it back out when the runner stops), and Dask's debugging logs of recent messages cut to `message_log` each
     on the connections it opens: the client's, and a local cluster's scheduler and workers (an existing
-    cluster's scheduler and workers keep their own configuration)."""
+    cluster's scheduler and workers keep their own configuration: the runner warns when theirs is longer)."""
 
     def __init__(self, *args: Any, message_log: int = 20, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -102,6 +116,14 @@ class ReusingDaskTaskRunner(DaskTaskRunner):
             except BaseException:
                 self.__exit__(*sys.exc_info())
                 raise
+        if self.address:
+            longer = longer_message_logs(self.client, self.message_log)
+            if longer:
+                self.logger.warning(
+                    "the Dask cluster keeps more recent messages than nightly_dask_message_log (%d): %s; each holds "
+                    "units long after they finish - start its scheduler and workers with "
+                    "DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH=%d (README)", self.message_log,
+                    ", ".join(f"{p} {n}" for p, n in sorted(longer.items())), self.message_log)
         return self
 
     def duplicate(self) -> Self:

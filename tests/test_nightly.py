@@ -379,16 +379,22 @@ def test_a_nightly_run_on_a_dask_scheduler_and_two_worker_processes_equals_the_t
             assert time.monotonic() < deadline, "the dask scheduler did not start"
             time.sleep(0.2)
         address = __import__("json").loads(address_file.read_text())["address"]
-        for n in range(2):
+        for n in range(2):  # w1 started as the README asks, w0 and the scheduler not
+            own = {**env, "DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH": "20"} if n else env
             started.append(subprocess.Popen([*dask, "worker", address, "--nthreads", "1", "--nworkers", "1",
                                              "--no-dashboard", "--name", f"w{n}", "--local-directory",
-                                             str(tmp_path / f"w{n}")], cwd=REPO, env=env,
+                                             str(tmp_path / f"w{n}")], cwd=REPO, env=own,
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                             start_new_session=True))
         from distributed import Client
 
+        from flows.worker_client import longer_message_logs
+
         with Client(address, timeout=60) as client:
             client.wait_for_workers(2, timeout=120)
+            names = {a: w["name"] for a, w in client.scheduler_info()["workers"].items()}
+            longer = longer_message_logs(client, 20)  # what the runner warns about
+            assert {names.get(p, p): n for p, n in longer.items()} == {"scheduler": 1000, "w0": 1000}
             summary = nightly_flow(settings=cluster.model_copy(update={"nightly_task_runner": "cluster",
                                                                        "nightly_dask_address": address}),
                                    incidents=incidents, max_rounds=2)
