@@ -334,15 +334,14 @@ def _refresh_incidents(conn: duckdb.DuckDBPyConnection, spec: MartSpec, select: 
         return
     ids = _id_list(incidents)
     stored = _q(conn.execute("SELECT current_database()").fetchone()[0]) + ".main."
-    try:
-        for table in tables:
-            conn.execute(f"CREATE OR REPLACE TEMP VIEW {_q(table)} AS SELECT * FROM {stored}{_q(table)} "
-                         f"WHERE incident_id IN ({ids})")
-        conn.execute(f"DELETE FROM {stored}{_q(spec.name)} WHERE incident_id IN ({ids})")
-        _run(conn, spec, f"INSERT INTO {stored}{_q(spec.name)} SELECT * FROM (\n{select}\n) WHERE incident_id IN ({ids})")
-    finally:
-        for table in tables:
-            conn.execute(f"DROP VIEW IF EXISTS temp.main.{_q(table)}")
+    # no finally: after a failed statement the transaction takes nothing but its rollback, which drops the views
+    for table in tables:
+        conn.execute(f"CREATE OR REPLACE TEMP VIEW {_q(table)} AS SELECT * FROM {stored}{_q(table)} "
+                     f"WHERE incident_id IN ({ids})")
+    conn.execute(f"DELETE FROM {stored}{_q(spec.name)} WHERE incident_id IN ({ids})")
+    _run(conn, spec, f"INSERT INTO {stored}{_q(spec.name)} SELECT * FROM (\n{select}\n) WHERE incident_id IN ({ids})")
+    for table in tables:
+        conn.execute(f"DROP VIEW temp.main.{_q(table)}")
 
 
 def _run(conn: duckdb.DuckDBPyConnection, spec: MartSpec, sql: str) -> None:

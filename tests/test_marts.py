@@ -686,14 +686,23 @@ def test_a_failed_refresh_keeps_the_marks_for_the_next(conn, tmp_path) -> None:
     from faultline.stale import mark_stale
 
     folder = tmp_path / "marts"
-    _mart(folder, "mart_a_counts", "SELECT incident_id, count(*) AS n FROM claims GROUP BY incident_id",
-          {"incident_id": "incident", "n": "claims"}, incremental=True)
+    _mart(folder, "mart_a_counts", "SELECT incident_id, max(CAST(claim_id AS INTEGER)) AS n FROM claims "
+          "GROUP BY incident_id", {"incident_id": "incident", "n": "highest claim number"}, incremental=True)
     refresh_marts(conn, folder=folder)
     mark_stale(conn, "inc-1", "astra")
     _mart(folder, "mart_b_broken", "SELECT x FROM WHERE", {"x": "one"})
     with pytest.raises(FaultlineError, match="mart_b_broken"):
         refresh_marts(conn, folder=folder)
     assert conn.execute("SELECT incident_id FROM marts_stale").fetchall() == [("inc-1",)]
+    (folder / "mart_b_broken.sql").unlink()
+    (folder / "mart_b_broken.yml").unlink()
+    conn.execute("INSERT INTO claims (incident_id, analyst, claim_id, seq, round, agent, text, tag, created_at) "
+                 "VALUES ('inc-1', 'deterministic', 'not-a-number', 1, 0, 'log', 't', 'CAUSAL', now())")
+    with pytest.raises(FaultlineError, match="mart_a_counts failed") as err:  # fails on the incident's own rows
+        refresh_marts(conn, folder=folder)
+    assert "not-a-number" in err.value.message
+    assert conn.execute("SELECT incident_id FROM marts_stale").fetchall() == [("inc-1",)]
+    assert conn.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal AND temporary").fetchone()[0] == 0
 
 
 def test_an_incremental_mart_reading_an_unmarked_table_is_refused(conn, tmp_path) -> None:
