@@ -156,5 +156,6 @@ def main(argv: list[str] | None = None) -> None:
                   f"peak RSS ratio {b['peak_rss_mb'] / a['peak_rss_mb']:.2f}; about {per_k:.0f} MB of peak RSS "
                   "per 1,000 incidents of history")
 
+
 if __name__ == "__main__":
     main()

@@ -55,7 +55,6 @@ INSERT_NO_FAULT_SQL = "INSERT INTO taxonomy_no_fault VALUES (?)"
 TABLE_COLUMNS_SQL = "SELECT column_name FROM information_schema.columns WHERE table_name = ? " \
                     "AND table_schema = 'main' ORDER BY ordinal_position"
 BUILT_WITH_SQL = "SELECT comment FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?"
-STALE_EXISTS_SQL = "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = 'marts_stale'"
 STALE_IDS_SQL = "SELECT DISTINCT incident_id FROM marts_stale ORDER BY incident_id"
 FINGERPRINT_PREFIX = "faultline mart "
 # the helpers' code and data: a change to them changes what every mart computes
@@ -249,20 +248,18 @@ def refresh_marts(conn: duckdb.DuckDBPyConnection, settings: Settings | None = N
     try:
         conn.execute("BEGIN TRANSACTION")
         try:
-            tracked = conn.execute(STALE_EXISTS_SQL).fetchone()[0] > 0
-            stale = [r[0] for r in conn.execute(STALE_IDS_SQL).fetchall()] if tracked else []
+            stale = [r[0] for r in conn.execute(STALE_IDS_SQL).fetchall()]
             for spec in specs:
                 started = time.perf_counter()
                 reads = _check_incremental(conn, spec, selects[spec.name], specs) if spec.incremental else []
-                if (tracked and not full and spec.incremental and all(d in scoped for d in spec.depends_on)
+                if (not full and spec.incremental and all(d in scoped for d in spec.depends_on)
                         and _built_with(conn, spec.name) == fingerprints[spec.name]):
                     _refresh_incidents(conn, spec, selects[spec.name], reads, stale)
                     scoped[spec.name] = stale
                 else:
                     _rebuild(conn, spec, selects[spec.name], fingerprints[spec.name])
                 timings[spec.name] = time.perf_counter() - started
-            if tracked:
-                conn.execute("DELETE FROM marts_stale")
+            conn.execute("DELETE FROM marts_stale")
             conn.execute("COMMIT")
         except BaseException:
             rollback(conn)
@@ -285,10 +282,7 @@ def _fingerprints(conn: duckdb.DuckDBPyConnection, specs: list[MartSpec], select
     package = Path(__file__).resolve().parent
     for name in HELPER_FILES:
         helpers.update((package / name).read_bytes())
-    try:
-        schema = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
-    except duckdb.Error:
-        schema = None  # a bare database without migrations (tests, marts folders of their own)
+    schema = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
     helpers.update(f"schema {schema}".encode())
     return {spec.name: FINGERPRINT_PREFIX + hashlib.sha256(helpers.digest() + selects[spec.name].encode())
             .hexdigest()[:24] for spec in specs}
