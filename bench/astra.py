@@ -32,7 +32,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from faultline.datasets import configured_path, require_paths  # noqa: E402
-
 from faultline.offline import apply_offline_env  # noqa: E402
 
 GOALS = {"share_accuracy_ge3": 0.90, "reports_with_fabricated": 0.01, "verified_share": 0.95,
@@ -73,7 +72,7 @@ def by_family(corpus: Path, scores: list[Any]) -> dict[str, dict[str, Any]]:
 
     Reads each incident folder's ground_truth.json (the benchmark may; the analysis never does).
     """
-    from faultline.astra.rubric import taxonomy
+    from faultline.truth.taxonomy import taxonomy
 
     tax = taxonomy()
     groups: dict[str, list[int]] = {}

@@ -3,7 +3,7 @@
 Every open incident of the corpus (default ``data/sample``: its ``backlog/``) is analysed by the
 deterministic analyst through the product's path (`faultline.astra.batch`: ingest, index, `analyse`,
 store rounds and evaluations). The figures are then read back from the warehouse: every round of
-``astra_rounds`` with its judge mean, scored with the rubric (`faultline.astra.rubric.score_accuracy`)
+``astra_rounds`` with its judge mean, scored with the rubric (`faultline.truth.rubric.score_accuracy`)
 against ``ground_truth`` (the benchmark may read the truth; the judge never does).
 
 * **AUROC** of the judge mean for separating rubric accuracy >= 3 from < 3 (Mann-Whitney, ties count
@@ -86,8 +86,8 @@ def auroc(positives: Sequence[float], negatives: Sequence[float]) -> float | Non
 def read_rounds(conn: duckdb.DuckDBPyConnection, judged: dict[tuple[str, int], list[JudgeScore]] | None = None
                 ) -> list[RoundRow]:
     """Every stored round with truth, scored by the rubric; `judged` replaces the stored judge scores."""
-    from faultline.astra.eval_store import load_truth
-    from faultline.astra.rubric import score_accuracy
+    from faultline.truth.rubric import score_accuracy
+    from faultline.truth.store import load_truth
 
     stored: dict[tuple[str, int], dict[str, int]] = {}
     for incident_id, rnd, criterion, score in conn.execute(CRITERIA_SQL, [ANALYST]).fetchall():

@@ -46,8 +46,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from faultline.datasets import configured_path, require_paths  # noqa: E402
 from log_filter import EVENT_LINE, _offsets  # noqa: E402
+
+from faultline.datasets import configured_path, require_paths  # noqa: E402
 
 VARIANTS = ("device", "peer", "vague")
 
@@ -130,13 +131,13 @@ def run(data: Path, tickets_file: Path | None, scenario: str | None, rounds: int
     from faultline.astra.engine import analyse
     from faultline.astra.incident import load_incident
     from faultline.astra.store import save_result
-    from faultline.astra.taxonomy import event_for_type
     from faultline.config import Settings
     from faultline.ingest.api import ingest_paths
     from faultline.retrieval.embed import Embedder
     from faultline.retrieval.index import sync_index
     from faultline.scope.resolve import scope_lines
     from faultline.scope.store import read_scope
+    from faultline.truth.taxonomy import event_for_type
     from faultline.verdict.refine import verdict_for
 
     events = read_events(data, scenario)

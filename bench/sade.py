@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from faultline.sade.evaluate import evaluate_corpus, incident_dirs  # noqa: E402
-from faultline.sade.scoring import summarize  # noqa: E402
+from faultline.sade.scoring import summarise  # noqa: E402
 
 METHODS = ("sade", "flat")
 
@@ -57,8 +57,8 @@ def by_mechanism(evaluated: list, mechs: dict[str, list[tuple[str, str]]]) -> di
         for label, mech in found:
             groups.setdefault(mech, []).append(e.score)
             pairs.setdefault((label, mech), []).append(e.score)
-    per_mech = {m: summarize(s)[0].model_dump() for m, s in sorted(groups.items())}
-    pair_scores = {pair: summarize(s)[0] for pair, s in sorted(pairs.items())}
+    per_mech = {m: summarise(s)[0].model_dump() for m, s in sorted(groups.items())}
+    pair_scores = {pair: summarise(s)[0] for pair, s in sorted(pairs.items())}
     per_pair = {f"{label}:{m}": s.model_dump() for (label, m), s in pair_scores.items()}
     worst: dict[str, dict[str, Any]] = {}
     for (label, m), s in pair_scores.items():
@@ -77,8 +77,8 @@ def run(corpus: Path, baseline: bool = True, ticket: bool = True) -> dict[str, A
         scores = [e.score for e in evaluated]
         probes = [e.diagnosis.probe_calls for e in evaluated]
         seconds = [e.diagnosis.elapsed_s for e in evaluated]
-        overall = summarize(scores)[0].model_dump() if scores else {}
-        by_size = {s.group: s.model_dump() for s in summarize(scores, group_by="size")}
+        overall = summarise(scores)[0].model_dump() if scores else {}
+        by_size = {s.group: s.model_dump() for s in summarise(scores, group_by="size")}
         per_size_probes = {}
         for size in by_size:
             sized = [e.diagnosis.probe_calls for e in evaluated if e.score.size == size]

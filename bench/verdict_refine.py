@@ -44,9 +44,9 @@ def _figures(scores: list) -> dict:
 def run(warehouse: Path) -> dict:
     apply_offline_env()
     from faultline import db
-    from faultline.astra.eval_store import load_truth
     from faultline.config import Settings
     from faultline.nightly.work import network_checker
+    from faultline.truth.store import load_truth
     from faultline.verdict.batch import snapshot_item
     from faultline.verdict.evaluate import score_verdict
     from faultline.verdict.refine import refine
@@ -68,7 +68,7 @@ def run(warehouse: Path) -> dict:
         started = time.perf_counter()
         final, first = refine(conn, settings, inputs, network_checker(settings, item, "snapshot") if item else None)
         seconds.append(time.perf_counter() - started)
-        a, b = score_verdict(conn, first, inputs, truth), score_verdict(conn, final, inputs, truth)
+        a, b = score_verdict(first, inputs, truth), score_verdict(final, inputs, truth)
         firsts.append(a)
         finals.append(b)
         for k in final.checks:

@@ -2,7 +2,7 @@
 
 `refresh_marts` rebuilds every mart as ``CREATE OR REPLACE TABLE <name> AS <select>`` in dependency
 order inside one transaction, after registering what SQL lacks: the fault taxonomy of
-`faultline/astra/rubric.yml` as temp tables (``taxonomy_labels``, ``taxonomy_no_fault``) and scalar
+`faultline/truth/rubric.yml` as temp tables (``taxonomy_labels``, ``taxonomy_no_fault``) and scalar
 Python functions (``chi2_sf``, ``t_ppf``, ``rubric_accuracy``, ``stated_label``). Then it runs each
 mart's declarative tests; a failed test is returned in the mart's result, never raised, while a mart
 whose SQL fails raises `FaultlineError` naming the file (and nothing of the refresh is kept).
@@ -58,7 +58,7 @@ BUILT_WITH_SQL = "SELECT comment FROM duckdb_tables() WHERE schema_name = 'main'
 STALE_IDS_SQL = "SELECT DISTINCT incident_id FROM marts_stale ORDER BY incident_id"
 FINGERPRINT_PREFIX = "faultline mart "
 # the helpers' code and data: a change to them changes what every mart computes
-HELPER_FILES = ("astra/rubric.py", "astra/rubric.yml", "marts.py")
+HELPER_FILES = ("truth/rubric.py", "truth/rubric.yml", "truth/taxonomy.py", "marts.py")
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def mart_select(spec: MartSpec) -> str:
 
 def register_helpers(conn: duckdb.DuckDBPyConnection) -> None:
     """Create the taxonomy temp tables and the scalar Python functions the mart SQL uses."""
-    from faultline.astra.rubric import taxonomy
+    from faultline.truth.taxonomy import taxonomy
 
     tax = taxonomy()
     conn.execute(TAXONOMY_LABELS_SQL)
@@ -194,7 +194,8 @@ def unregister_helpers(conn: duckdb.DuckDBPyConnection) -> None:
 def _functions() -> list[tuple[str, Any, list[Any], Any, str]]:
     from scipy import stats
 
-    from faultline.astra.rubric import Truth, score_accuracy, stated_label
+    from faultline.truth.records import Truth
+    from faultline.truth.rubric import score_accuracy, stated_label
 
     try:
         from duckdb import sqltypes as types

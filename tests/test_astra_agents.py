@@ -275,8 +275,8 @@ def test_schedule_runs_similarity_and_log_concurrently_then_domain(deps, monkeyp
 
 
 def test_taxonomy_file_matches_the_fault_catalogue():
-    from faultline.astra.taxonomy import faults
     from faultline.nika.labels import catalogue
+    from faultline.truth.taxonomy import faults
 
     assert {n: l.category for n, l in faults().items()} == {i.label: i.category for i in catalogue()}
 

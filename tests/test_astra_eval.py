@@ -19,7 +19,9 @@ from faultline.astra.records import (
     JudgeScore,
     Report,
 )
-from faultline.astra.rubric import RUBRIC_FILE, Truth, score_accuracy
+from faultline.truth.records import Truth
+from faultline.truth.rubric import score_accuracy
+from faultline.truth.taxonomy import RUBRIC_FILE
 
 TICKET = Incident(incident_id="inc-1", ticket_id="NET-3718566",
                   title="[monitoring] can't reach the machine at 10.1.1.10 since 01:20",
@@ -191,8 +193,8 @@ def analysed(settings, conn):
 
 
 def test_the_engines_report_on_a_real_incident_scores_against_its_truth(conn, analysed) -> None:
-    from faultline.astra.eval_store import load_truth
     from faultline.astra.incident import load_incident
+    from faultline.truth.store import load_truth
 
     truth = load_truth(conn, "sample-backlog-003")
     assert truth is not None and truth.labels == ["bgp_acl_block"] and truth.devices == ["router1"]

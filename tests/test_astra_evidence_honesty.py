@@ -21,7 +21,7 @@ from faultline.astra.records import (
     SimilarTicket,
 )
 from faultline.astra.report import HEDGE, write_deterministic
-from faultline.astra.rubric import Truth
+from faultline.truth.records import Truth
 from tests import astra_cases as cases
 from tests.conftest import REPO
 

@@ -69,7 +69,7 @@ def test_without_enough_history_the_written_weights_apply(conn):
 
 
 def test_a_request_flood_on_one_web_server_is_a_volume_signal(conn):
-    from faultline.astra.taxonomy import best_label
+    from faultline.astra.labels import best_label
 
     scores, hits = _score(conn, "sample-backlog-042")
     flood = next(h for h in hits if ":volume:" in h.key)
@@ -86,7 +86,7 @@ def test_a_request_flood_on_one_web_server_is_a_volume_signal(conn):
 ])
 def test_a_daemon_exit_counts_by_the_role_of_the_device_and_only_when_it_stays_down(conn, incident_id, expected,
                                                                                        device):
-    from faultline.astra.taxonomy import best_label
+    from faultline.astra.labels import best_label
 
     scores, hits = _score(conn, incident_id)
     assert best_label(scores) == expected
@@ -108,8 +108,8 @@ def test_the_log_agent_quotes_the_lines_behind_its_label(conn, tmp_path):
     incident = load_incident(conn.cursor(), "sample-backlog-042")
     output = make_agent("log", AgentDeps(settings, conn)).run(AgentTask(incident=incident, query=incident.title))
     assert (output.label, output.devices[:1]) == ("web_dos_attack", ["web_server_0"])
-    from faultline.scope.store import read_scope
     from faultline.scope.resolve import scope_lines
+    from faultline.scope.store import read_scope
 
     scope = read_scope(conn, incident.incident_id, 1, settings.log_timezone)  # what the round read
     raw = {r[0] for r in scope_lines(conn, scope, "l.raw").fetchall()}

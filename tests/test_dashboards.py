@@ -42,9 +42,9 @@ def _link(source: Path, target: Path) -> None:
 
 def _fuse_verdicts(conn, settings, ids: list[str]) -> None:
     """Fuse, store and score the verdict of each incident, as `faultline eval verdict` does."""
-    from faultline.astra.eval_store import load_truth
-    from faultline.verdict.refine import verdict_for
+    from faultline.truth.store import load_truth
     from faultline.verdict.evaluate import save_scores, score_verdict
+    from faultline.verdict.refine import verdict_for
     from faultline.verdict.sources import load_inputs
     from faultline.verdict.store import save_verdict
 
@@ -52,7 +52,7 @@ def _fuse_verdicts(conn, settings, ids: list[str]) -> None:
         verdict, seconds = verdict_for(conn, settings, incident_id)
         save_verdict(conn, verdict, elapsed_s=seconds)
         truth = load_truth(conn, incident_id)
-        save_scores(conn, [score_verdict(conn, verdict, load_inputs(conn, incident_id), truth)], run_id=None)
+        save_scores(conn, [score_verdict(verdict, load_inputs(conn, incident_id), truth)], run_id=None)
 
 
 def _make_disagree(conn, incident_id: str) -> None:

@@ -148,8 +148,8 @@ def test_network_access_knows_nothing_of_the_lab_or_the_analyses():
     assert sorted(m for m in reachable("faultline.network") if _inside(m, forbidden)) == []
 
 
-def test_the_label_catalogue_is_a_reader_of_data():
-    assert reachable("faultline.nika") <= {"faultline.nika", "faultline.nika.labels"}
+def test_nikas_vocabulary_imports_nothing_of_the_project():
+    assert sorted(m for m in reachable("faultline.nika") if not _inside(m, ("faultline.nika",))) == []
 
 
 def test_diagnosers_reach_a_running_lab_only_through_lab_access():

@@ -70,7 +70,7 @@ def built(tmp_path_factory):
             save_diagnosis(conn, done.diagnosis, run_id=None)
             save_scores(conn, [done.score], run_id=None)
             sade_scores.append(done.score)
-    from faultline.astra.eval_store import load_truth
+    from faultline.truth.store import load_truth
     from faultline.verdict.evaluate import save_scores as save_verdict_scores
     from faultline.verdict.evaluate import score_verdict
     from faultline.verdict.refine import verdict_for
@@ -80,7 +80,7 @@ def built(tmp_path_factory):
     for name in BACKLOG:  # one verdict per incident, fused from the stored ASTRA and SADE answers
         verdict, seconds = verdict_for(conn, settings, name)
         save_verdict(conn, verdict, elapsed_s=seconds)
-        save_verdict_scores(conn, [score_verdict(conn, verdict, load_inputs(conn, name), load_truth(conn, name))],
+        save_verdict_scores(conn, [score_verdict(verdict, load_inputs(conn, name), load_truth(conn, name))],
                             run_id=None)
     results = refresh_marts(conn, settings)
     yield conn, results, batch, sade_scores
@@ -189,7 +189,8 @@ def _expected_agreement(astra, sub, tax) -> str:
 
 
 def _check_agreement(conn) -> list[dict]:
-    from faultline.astra.rubric import stated_label, taxonomy
+    from faultline.truth.rubric import stated_label
+    from faultline.truth.taxonomy import taxonomy
 
     tax = taxonomy()
     final = {(inc, analyst): (stated_label(label, rc), cat) for inc, analyst, label, cat, rc in conn.execute(
@@ -323,13 +324,13 @@ def test_agreement_levels_family_domain_category_and_missing(conn) -> None:
 
 
 def test_sade_metrics_equal_the_evaluations_rows(built) -> None:
-    from faultline.sade.scoring import summarize
+    from faultline.sade.scoring import summarise
 
     conn, _, _, sade_scores = built
     mart = {(r["method"], r["grouping"], r["group_name"]): r for r in _rows(conn, "SELECT * FROM mart_sade_metrics")}
     seen = set()
     for grouping in (None, "label", "family", "scenario", "size"):
-        for s in summarize(sade_scores, group_by=grouping):
+        for s in summarise(sade_scores, group_by=grouping):
             key = (s.method, grouping or "overall", s.group or ("all" if grouping is None else "(unknown)"))
             row = mart[key]
             seen.add(key)

@@ -28,7 +28,7 @@ class Line:
 
 
 def _named(lines: list[str]) -> tuple[str | None, dict[str, float]]:
-    from faultline.astra.taxonomy import best_label, match_lines
+    from faultline.astra.labels import best_label, match_lines
 
     scores, _ = match_lines(lines)
     return best_label(scores), scores
@@ -42,8 +42,8 @@ def _seen_only(lines: list[str]) -> str | None:
 
 
 def test_events_are_a_separate_kind_each_with_a_nika_category():
-    from faultline.astra.taxonomy import events, faults, is_event, taxonomy
     from faultline.nika.labels import CATEGORIES, catalogue
+    from faultline.truth.taxonomy import events, faults, is_event, taxonomy
 
     assert {n: i.category for n, i in faults().items()} == {i.label: i.category for i in catalogue()}
     assert set(events()) == {"interface_admin_down", "transceiver_removed", "optics_loss_of_signal", "link_flapping",
@@ -62,14 +62,14 @@ def test_events_are_a_separate_kind_each_with_a_nika_category():
     ("BGP_Clear", "bgp_reset_operator_clear"),
 ])
 def test_benchmark_event_types_name_their_event(event_type, event):
-    from faultline.astra.taxonomy import event_for_type
+    from faultline.truth.taxonomy import event_for_type
 
     found = event_for_type(event_type)
     assert found is not None and found.label == event and found.kind == "event"
 
 
 def test_an_unknown_event_type_names_nothing():
-    from faultline.astra.taxonomy import event_for_type
+    from faultline.truth.taxonomy import event_for_type
 
     assert event_for_type("ecmp_rehash") is None and event_for_type("link_down") is None
 
@@ -147,7 +147,7 @@ def test_a_removed_transceiver_is_named():
 
 def _flap_runs(lines: list[Line]) -> list[tuple[Line, ...]]:
     from faultline.astra.flap_rule import flap_runs
-    from faultline.astra.taxonomy import events
+    from faultline.truth.taxonomy import events
 
     return [run for flap in events()["link_flapping"].flaps for run in flap_runs(flap, lines)]
 
@@ -176,9 +176,9 @@ def test_one_outage_or_slow_changes_are_not_a_flap():
 
 def test_the_log_pipeline_fires_the_flap_rule_on_an_incident(tmp_path):
     from faultline import db
+    from faultline.astra.labels import best_label
     from faultline.astra.log_signals import clear_cache, score_incident
     from faultline.astra.records import Incident
-    from faultline.astra.taxonomy import best_label
     from faultline.config import Settings
     from faultline.ingest.api import ingest_paths
     from faultline.scope.resolve import build_scope
@@ -232,7 +232,8 @@ def _events(data_dir) -> list[dict[str, str]]:
 
 @pytest.mark.data
 def test_every_cleared_device_names_the_operator_clear_and_its_peers_the_notification(data_dir):
-    from faultline.astra.taxonomy import best_label, event_for_type, match_lines
+    from faultline.astra.labels import best_label, match_lines
+    from faultline.truth.taxonomy import event_for_type
 
     checked_devices = checked_peers = 0
     by_scenario = {s: _device_lines(data_dir, s) for s in ("bgpclear", "bgpclear_no_traffic")}
@@ -263,7 +264,8 @@ def test_every_cleared_device_names_the_operator_clear_and_its_peers_the_notific
 
 @pytest.mark.data
 def test_every_event_signal_checked_against_the_real_iosxr_lines(data_dir):
-    from faultline.astra.taxonomy import best_label, events, match_lines
+    from faultline.astra.labels import best_label, match_lines
+    from faultline.truth.taxonomy import events
 
     lines = {d: [t for _, t in v] for d, v in _device_lines(data_dir, "bgpclear_no_traffic").items()}
     named = {}

@@ -7,14 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from faultline.sade.records import RootCause, SubmissionV1, SubmissionV2
-from faultline.sade.scoring import Truth, score_incident, set_score, summarize, truth_from_json
+from faultline.nika.answers import RootCause, SubmissionV1, SubmissionV2
+from faultline.sade.scoring import score_incident, set_score, summarise
+from faultline.truth.records import Truth
+from faultline.truth.store import truth_from_json
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def truth(devices, labels, pairs=(), *, incident="i1", size="s", scenario="simple_bgp") -> Truth:
-    return Truth(incident_id=incident, is_anomaly=bool(labels), devices=list(devices), labels=list(labels),
+    return Truth(incident_id=incident, is_faulty=bool(labels), devices=list(devices), labels=list(labels),
                  root_causes=[RootCause(resource_id=r, fault_type=f) for r, f in pairs], scenario=scenario, size=size)
 
 
@@ -60,13 +62,13 @@ def test_missing_submission_is_minus_one_and_zero_in_means():
     assert not missing.submitted
     assert set(missing.metrics().values()) == {-1.0, 0.0}  # every metric -1, "submitted" 0
     good = score_incident(truth(["r1"], ["bgp_acl_block"], incident="i2"), v1(["r1"], ["bgp_acl_block"]), method="sade")
-    (summary,) = summarize([missing, good])
+    (summary,) = summarise([missing, good])
     assert summary.n == 2 and summary.rca_f1 == 0.5 and summary.detection == 0.5
     assert summary.no_submission_rate == 0.5
 
 
 def test_healthy_correct_and_false_alarm():
-    healthy = Truth(incident_id="h", is_anomaly=False)
+    healthy = Truth(incident_id="h", is_faulty=False)
     ok = score_incident(healthy, v1([], [], anomaly=False), SubmissionV2(is_anomaly=False), method="sade")
     assert ok.detection == 1.0
     assert (ok.localization.f1, ok.rca.f1, ok.v2_joint.f1) == (1.0, 1.0, 1.0)
@@ -104,26 +106,26 @@ def test_grouping_by_label_family_size():
                        method="sade", family="acl"),
         score_incident(truth(["r1", "h1"], ["bgp_acl_block", "link_down"], incident="b", size="m"),
                        v1(["r1"], ["bgp_acl_block"]), method="sade", family="acl"),
-        score_incident(Truth(incident_id="c", is_anomaly=False, size="m"), v1([], [], anomaly=False), method="sade"),
+        score_incident(Truth(incident_id="c", is_faulty=False, size="m"), v1([], [], anomaly=False), method="sade"),
     ]
-    by_label = {s.group: s for s in summarize(scores, group_by="label")}
+    by_label = {s.group: s for s in summarise(scores, group_by="label")}
     assert set(by_label) == {"bgp_acl_block", "link_down", "healthy"}
     assert by_label["bgp_acl_block"].n == 2
     # b: rca P 1, R 1/2, F1 0.6667 (rounded per incident, as NIKA); mean with a's 1.0 = 0.83335 -> 0.8334
     assert by_label["bgp_acl_block"].rca_f1 == 0.8334
     assert by_label["healthy"].rca_f1 == 1.0
-    by_size = {s.group: s for s in summarize(scores, group_by="size")}
+    by_size = {s.group: s for s in summarise(scores, group_by="size")}
     assert by_size["s"].n == 1 and by_size["m"].n == 2
-    by_family = {s.group: s.n for s in summarize(scores, group_by="family")}
+    by_family = {s.group: s.n for s in summarise(scores, group_by="family")}
     assert by_family == {"acl": 2, "healthy": 1}
     with pytest.raises(ValueError):
-        summarize(scores, group_by="colour")
+        summarise(scores, group_by="colour")
 
 
 def test_truth_from_corpus_file_uses_union_of_labels():
     data = json.loads((REPO / "data/sample/backlog/sample-backlog-043/ground_truth.json").read_text())
     t = truth_from_json("sample-backlog-043", data)
     assert sorted(t.labels) == ["dns_service_down", "link_down"] and "multiple_faults" not in t.labels
-    assert len(t.root_causes) == 2 and t.is_anomaly
+    assert len(t.root_causes) == 2 and t.is_faulty
     s = score_incident(t, v1(t.devices, ["link_down"]), method="sade")
     assert (s.rca.precision, s.rca.recall, s.rca.f1) == (1.0, 0.5, 0.6667)

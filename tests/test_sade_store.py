@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import json
 
-from faultline.sade.records import Diagnosis, Flag, RootCause, Step, Submission, SubmissionV1, SubmissionV2
-from faultline.sade.scoring import Truth, score_incident
-from faultline.sade.store import load_submission, save_diagnosis, save_scores, save_submission
+from faultline.nika.answers import RootCause, SubmissionV1, SubmissionV2
+from faultline.sade.records import Diagnosis, Flag, Step, Submission
+from faultline.sade.scoring import score_incident
+from faultline.sade.store import (
+    load_diagnosis,
+    save_diagnosis,
+    save_scores,
+    save_submission,
+)
+from faultline.truth.records import Truth
 
 
 def _diagnosis(incident="inc-1", *, steps=3, flags=2, label="bgp_acl_block", device="r1") -> Diagnosis:
@@ -31,7 +38,9 @@ def test_save_diagnosis_writes_steps_flags_and_submission(conn):
     row = conn.execute("SELECT method, status, is_anomaly, labels, devices, probe_calls, tool_calls, elapsed_s, "
                        "json_extract_string(v2, '$.root_causes[0].resource_id') FROM submissions").fetchone()
     assert row == ("sade", "submitted", True, ["bgp_acl_block"], ["r1"], 3, 3, 0.25, "node/r1")
-    v1, v2 = load_submission(conn, "inc-1", "sade")
+    stored = load_diagnosis(conn, "inc-1", "sade")
+    v1, v2 = stored.v1, stored.v2
+    assert stored.status == "submitted" and stored.flags[0].attrs == {"port": 179} and len(stored.steps) == 3
     assert v1.root_cause_name == ["bgp_acl_block"] and v2.root_causes[0].fault_type == "bgp_acl_block"
 
 
@@ -52,18 +61,20 @@ def test_no_submission_is_a_row(conn):
     save_diagnosis(conn, d, run_id=None)
     row = conn.execute("SELECT status, is_anomaly, labels, v1, error FROM submissions").fetchone()
     assert row == ("error", None, None, None, "probe timed out")
-    assert load_submission(conn, "inc-1", "sade") == (None, None)
+    stored = load_diagnosis(conn, "inc-1", "sade")
+    assert (stored.status, stored.v1, stored.v2) == ("error", None, None)
 
 
 def test_external_submission_without_v2(conn):
     save_submission(conn, "inc-9", "mcp", SubmissionV1(is_anomaly=False), backend="snapshot", tool_calls=7)
-    v1, v2 = load_submission(conn, "inc-9", "mcp")
+    stored = load_diagnosis(conn, "inc-9", "mcp")
+    v1, v2 = stored.v1, stored.v2
     assert v1.is_anomaly is False and v2 is None
     assert conn.execute("SELECT tool_calls, labels FROM submissions").fetchone() == (7, [])
 
 
 def test_save_scores_is_per_metric_and_idempotent(conn):
-    truth = Truth(incident_id="inc-1", is_anomaly=True, devices=["r1"], labels=["bgp_acl_block"], size="s")
+    truth = Truth(incident_id="inc-1", is_faulty=True, devices=["r1"], labels=["bgp_acl_block"], size="s")
     good = score_incident(truth, SubmissionV1(is_anomaly=True, faulty_devices=["r1", "r2"],
                                               root_cause_name=["bgp_acl_block"]), method="sade", family="acl")
     missing = score_incident(truth, None, method="flat")
@@ -88,7 +99,7 @@ def test_truths_from_ingested_incidents_score_stored_answers(conn, settings):
     from pathlib import Path
 
     from faultline.ingest.incidents import ingest_incidents
-    from faultline.sade.store import load_truths
+    from faultline.truth.store import load_truths
 
     backlog = Path(__file__).resolve().parents[1] / "data/sample/backlog"
     ingest_incidents(conn, settings, [backlog / "sample-backlog-043", backlog / "sample-backlog-047"])
@@ -97,10 +108,11 @@ def test_truths_from_ingested_incidents_score_stored_answers(conn, settings):
     assert sorted(multi.labels) == ["dns_service_down", "link_down"] and multi.scenario and multi.size
     assert [(rc.resource_id, rc.fault_type) for rc in multi.root_causes][0] == ("interface/host_1_1_1_1/eth0",
                                                                                  "link_down")
-    assert not healthy.is_anomaly and healthy.labels == [] and healthy.root_causes == []
+    assert not healthy.is_faulty and healthy.labels == [] and healthy.root_causes == []
     # one fault of two found: RCA P 1, R 1/2; the healthy control answered healthy scores 1
     save_submission(conn, "sample-backlog-043", "mcp", SubmissionV1(is_anomaly=True, faulty_devices=["dns_server"],
                                                                     root_cause_name=["dns_service_down"]))
     save_submission(conn, "sample-backlog-047", "mcp", SubmissionV1(is_anomaly=False))
-    scores = [score_incident(truths[i], *load_submission(conn, i, "mcp"), method="mcp") for i in sorted(truths)]
+    scores = [score_incident(truths[i], load_diagnosis(conn, i, "mcp").v1,
+                             load_diagnosis(conn, i, "mcp").v2, method="mcp") for i in sorted(truths)]
     assert [(s.rca.precision, s.rca.recall, s.rca.f1) for s in scores] == [(1.0, 0.5, 0.6667), (1.0, 1.0, 1.0)]

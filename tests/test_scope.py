@@ -189,9 +189,9 @@ def test_iosxr_archive_scope_finds_leaf4s_utc_clock_and_the_cleared_device(iosxr
 @pytest.mark.data
 def test_a_ticket_naming_a_peer_blames_the_cleared_router_not_the_echo(iosxr):
     """spine2 was cleared at 10:29:44 PDT; its peers log 'Notification received' (the echo) at the same second."""
+    from faultline.astra.labels import best_label
     from faultline.astra.log_signals import score_incident
     from faultline.astra.records import Incident
-    from faultline.astra.taxonomy import best_label
     from faultline.scope.resolve import build_scope
 
     conn, settings = iosxr

@@ -168,7 +168,7 @@ def test_an_imported_ticket_gets_a_verdict_on_astras_sources_alone_that_says_so(
 
 
 def test_verdicts_are_scored_like_astra_and_sade_and_fabricate_nothing(warehouse):
-    from faultline.astra.eval_store import load_truth
+    from faultline.truth.store import load_truth
     from faultline.verdict.evaluate import save_scores, score_verdict
     from faultline.verdict.sources import load_inputs
 
@@ -176,7 +176,7 @@ def test_verdicts_are_scored_like_astra_and_sade_and_fabricate_nothing(warehouse
     scores = []
     for incident_id in BACKLOG:
         v = _verdict(warehouse, incident_id)
-        scores.append(score_verdict(conn, v, load_inputs(conn, incident_id), load_truth(conn, incident_id)))
+        scores.append(score_verdict(v, load_inputs(conn, incident_id), load_truth(conn, incident_id)))
     fault, healthy = scores
     assert fault.accuracy == 5 and fault.nika["rca_f1"] == 1.0 and healthy.accuracy == 5
     assert fault.fabricated == [] and healthy.fabricated == []

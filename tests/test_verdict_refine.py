@@ -63,8 +63,8 @@ def _inputs(conn, incident: str, log_label: str, log_devices: list[str]):
     """The incident's ticket, its network diagnosis (SADE on the snapshot, stored) and a log agent's reading."""
     from faultline.astra.records import AgentOutput, Incident
     from faultline.sade.engine import diagnose
-    from faultline.sade.store import save_diagnosis
-    from faultline.verdict.sources import Inputs, load_network
+    from faultline.sade.store import load_diagnosis, save_diagnosis
+    from faultline.verdict.sources import Inputs
 
     ticket = json.loads((BACKLOG / incident / "ticket.json").read_text())
     save_diagnosis(conn, diagnose(_backend(incident), incident_id=incident), run_id="test")
@@ -72,7 +72,7 @@ def _inputs(conn, incident: str, log_label: str, log_devices: list[str]):
                       label=log_label, devices=log_devices, data={"label_scores": {log_label: 1.5}})
     return Inputs(incident=Incident(incident_id=incident, title=ticket["title"], description=ticket["description"],
                                     opened_at=ticket["created_at"]),
-                  astra=None, network=load_network(conn, incident), outputs={"log": log})
+                  astra=None, network=load_diagnosis(conn, incident), outputs={"log": log})
 
 
 def _checker(incident: str):

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from faultline.astra.evaluate import AstraScore, summarise
 from faultline.astra.records import AstraResult, Incident
-from faultline.astra.rubric import Truth
 from faultline.errors import FaultlineError
+from faultline.truth.records import Truth
 
 if TYPE_CHECKING:
     import duckdb
@@ -94,12 +94,13 @@ def evaluate_incidents(conn: duckdb.DuckDBPyConnection, settings: Settings, inci
 
     `agents` (an `engine.Agents`) replaces the project's agents, as in `analyse`."""
     from faultline.astra.engine import analyse
-    from faultline.astra.eval_store import load_truth, save_scores
+    from faultline.astra.eval_store import save_scores
     from faultline.astra.evaluate import score_result
     from faultline.astra.incident import load_incident
     from faultline.astra.store import save_result
     from faultline.progress import track
     from faultline.runs import finish_run, record_failure, start_run
+    from faultline.truth.store import load_truth
 
     batch = EvalBatch(run_id=start_run(conn, "eval_astra", settings=settings))
     for incident_id in track(incident_ids, description="ASTRA evaluation", enabled=progress):

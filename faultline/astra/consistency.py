@@ -89,7 +89,7 @@ class Consistency:
 
 def family_of(name: str | None) -> str | None:
     """The rubric family of a label (or a family name itself); None for anything else."""
-    from faultline.astra.rubric import taxonomy
+    from faultline.truth.taxonomy import taxonomy
 
     if not name:
         return None
@@ -99,7 +99,7 @@ def family_of(name: str | None) -> str | None:
 
 def text_families(text: str, top: int, share: float) -> frozenset[str]:
     """Families of the labels `classify_text` ranks best for `text` (top `top`, >= `share` of the best score)."""
-    from faultline.astra.taxonomy import classify_text
+    from faultline.astra.labels import classify_text
 
     ranked = classify_text(text)[:top]
     if not ranked:
@@ -109,7 +109,7 @@ def text_families(text: str, top: int, share: float) -> frozenset[str]:
 
 
 def _log_families(log: AgentOutput | None) -> frozenset[str]:
-    from faultline.astra.taxonomy import MIN_LABEL_SCORE
+    from faultline.astra.labels import MIN_LABEL_SCORE
 
     if log is None:
         return frozenset()
@@ -166,7 +166,7 @@ def _devices(text: str) -> set[str]:
 def check(report: Report, incident: Incident, outputs: dict[str, AgentOutput], claims: list[Claim],
           evidence: list[Evidence]) -> Consistency:
     """The consistency findings of `report` (see the module docstring)."""
-    from faultline.astra.taxonomy import classify_text
+    from faultline.astra.labels import classify_text
 
     family = family_of(report.label) or family_of(report.category)
     ticket = f"{incident.title}\n{incident.description}"

@@ -1,9 +1,6 @@
-"""Ground truth in, ASTRA scores out: reading `ground_truth` and writing `evaluations` rows.
-
-Method names: ``astra`` for the deterministic analyst (the default), ``astra:<analyst>`` for any
-other (``astra:llm:gpt-4o-mini``), so the two can be compared side by side. Re-scoring an incident
-replaces its rows for that method, in one transaction.
-"""
+"""ASTRA's scores as `evaluations` rows: method ``astra`` for the deterministic analyst, ``astra:<analyst>`` for
+any other (``astra:llm:gpt-4o-mini``), so the two compare side by side. Re-scoring an incident replaces its rows
+for that method, in one transaction."""
 
 from __future__ import annotations
 
@@ -12,13 +9,11 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from faultline.astra.evaluate import AstraScore
-from faultline.astra.rubric import Truth
+from faultline.truth.records import Truth
 
 if TYPE_CHECKING:
     import duckdb
 
-TRUTH_SQL = "SELECT incident_id, is_faulty, coalesce(labels, []), coalesce(devices, []) FROM ground_truth " \
-            "WHERE incident_id = ?"
 INCIDENT_KEYS_SQL = "SELECT scenario, size FROM incidents WHERE incident_id = ?"
 DELETE_ASTRA_EVALUATIONS_SQL = "DELETE FROM evaluations WHERE incident_id = ? AND method = ?"
 INSERT_ASTRA_EVALUATION_SQL = """
@@ -30,14 +25,6 @@ VALUES (?, ?, ?, ?, ?, ?, ?)
 def method_name(analyst: str) -> str:
     """The `evaluations.method` of an ASTRA analyst."""
     return "astra" if analyst == "deterministic" else f"astra:{analyst}"
-
-
-def load_truth(conn: duckdb.DuckDBPyConnection, incident_id: str) -> Truth | None:
-    """The incident's ground truth, or None when it has none (an open ticket from a real tracker)."""
-    row = conn.execute(TRUTH_SQL, [incident_id]).fetchone()
-    if row is None:
-        return None
-    return Truth(incident_id=row[0], is_faulty=bool(row[1]), labels=list(row[2]), devices=list(row[3]))
 
 
 def score_metrics(score: AstraScore) -> dict[str, float]:

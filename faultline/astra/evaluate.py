@@ -2,7 +2,7 @@
 
 Per incident (an `AstraScore`, one `RoundScore` per round):
 
-* **accuracy** - the 0-5 rubric of `faultline.astra.rubric` on the final report (and on every round's);
+* **accuracy** - the 0-5 rubric of `faultline.truth.rubric` on the final report (and on every round's);
 * **completeness** - share of the four report dimensions present: symptom, root cause, fix,
   verification (a dimension is missing when blank or a placeholder such as "undetermined");
 * **fabricated identifiers** - identifiers of the report text (`faultline.astra.identifiers`) found
@@ -30,7 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from faultline.astra.identifiers import find_identifiers, untraceable
 from faultline.astra.records import AgentOutput, AstraResult, Incident, Report
-from faultline.astra.rubric import Truth, score_accuracy
+from faultline.truth.records import Truth
+from faultline.truth.rubric import score_accuracy
 
 DIMENSIONS: tuple[str, ...] = ("symptom", "root_cause", "fix", "verification")
 _PLACEHOLDER = re.compile(r"^\W*(?:$|n/?a\W*$|none\W*$|tbd|todo|undetermined|unknown\W*$|not determin)", re.IGNORECASE)

@@ -47,20 +47,14 @@ class Identifier:
     value: str
 
 
-@lru_cache(maxsize=1)
-def taxonomy_labels() -> tuple[str, ...]:
-    """Every NIKA v1 label of the catalogue, longest first (so a longer label wins over a prefix)."""
-    from faultline.nika.labels import catalogue
-
-    return tuple(sorted((info.label for info in catalogue()), key=len, reverse=True))
-
-
 _WORD = re.compile(r"\w+")
 
 
 @lru_cache(maxsize=1)
 def _label_set() -> frozenset[str]:
-    return frozenset(label.lower() for label in taxonomy_labels())
+    from faultline.truth.taxonomy import nika_labels
+
+    return frozenset(label.lower() for label in nika_labels())
 
 
 @lru_cache(maxsize=1)

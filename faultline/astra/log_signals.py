@@ -1,6 +1,6 @@
 """The log evidence for one incident, scored: taxonomy signals weighted by how rare they are in the history.
 
-A signal of the taxonomy (`prompts/astra/taxonomy.yml`) is a regex over raw lines, a volume rule
+A signal of the taxonomy (`faultline/truth/taxonomy.yml`) is a regex over raw lines, a volume rule
 (one device's file of a kind holds far more lines than the same file on its peers: a flood) or a flap
 rule (one interface of one device changes state again and again within a short time). A
 signal's weight there says how specific it is in principle; what it is worth for a given incident
@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from faultline.astra.flap_rule import flap_runs
-from faultline.astra.taxonomy import Volume, taxonomy
 from faultline.config import Settings
 from faultline.scope.resolve import Scope, build_scope, local_time, scope_lines
+from faultline.truth.taxonomy import Volume, taxonomy
 
 # the settings a scope depends on (a history incident's scope is computed once per process for them)
 _SCOPE_SETTINGS = {"log_timezone", "ticket_timezone", "scope_lookback_minutes", "scope_around_minutes",
@@ -348,7 +348,7 @@ def analysis_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, incident
 
     `built`: the scopes this analysis has already built, by (incident, widen, fleet), reused and filled in (a
     scope depends on the round only through its number; the analysis writes nothing a scope reads)."""
-    from faultline.astra.taxonomy import best_label
+    from faultline.astra.labels import best_label
 
     def build(widen: int = 0, fleet: bool = False) -> Scope:
         key = (incident.incident_id, widen, fleet)

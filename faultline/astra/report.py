@@ -138,8 +138,8 @@ def fits_label(text: str, label: str | None) -> bool:
     so a report never borrows the fix of another fault."""
     if not label:
         return True
-    from faultline.astra.rubric import taxonomy as rubric
-    from faultline.astra.taxonomy import classify_text
+    from faultline.astra.labels import classify_text
+    from faultline.truth.taxonomy import taxonomy as rubric
 
     ranked = classify_text(text)
     family = rubric().family_of(ranked[0][0]) if ranked else None

@@ -17,8 +17,8 @@ def _analyst(llm: Optional[str]) -> str:
 
 def _scored(conn: Any, result: Any, incident: Any) -> Any:
     """The evaluation of the result when the incident's truth is known, else None (never shown to the analysis)."""
-    from faultline.astra.eval_store import load_truth
     from faultline.astra.evaluate import score_result
+    from faultline.truth.store import load_truth
 
     truth = load_truth(conn, incident.incident_id)
     return score_result(result, incident, truth) if truth is not None and result.rounds else None

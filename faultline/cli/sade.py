@@ -117,11 +117,11 @@ def eval_sade_command(
     cannot be evaluated (a damaged snapshot) is listed as failed and the others go on; exit status 1 when
     none was scored."""
     from faultline.sade.evaluate import evaluate_each
-    from faultline.sade.scoring import summarize
+    from faultline.sade.scoring import summarise
 
     done, failed = evaluate_each(corpus, methods=list(method), limit=limit)
     scores, diags = [ev.score for ev in done], [ev.diagnosis for ev in done]
-    tables = {g or "overall": summarize(scores, group_by=g) for g in (None, "label", "size")}
+    tables = {g or "overall": summarise(scores, group_by=g) for g in (None, "label", "size")}
     if as_json:
         print_json({"summaries": {k: [s.model_dump() for s in v] for k, v in tables.items()},
                     "incidents": [{"score": s.model_dump(), "probe_calls": d.probe_calls, "tool_calls": d.tool_calls,

@@ -20,8 +20,8 @@ from faultline.network.probes import ProbeOutput
 from faultline.network.reachability import main_ip
 from faultline.network.records import NotRecordedResult
 from faultline.network.validate import ProbeError
+from faultline.nika.answers import RootCause, SubmissionV1, SubmissionV2
 from faultline.sade.backend import Backend
-from faultline.sade.records import RootCause, SubmissionV1, SubmissionV2
 
 # NIKA's reachability statuses from ours (ok | loss | unreachable | timeout | error)
 _NIKA_STATUS = {"ok": "ok", "loss": "unstable", "unreachable": "down", "timeout": "down", "error": "unknown"}

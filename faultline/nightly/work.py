@@ -47,10 +47,11 @@ def run_astra(settings: Settings, conn: duckdb.DuckDBPyConnection, item: Backlog
               analyst: str = "deterministic", max_rounds: int = 5, run_id: str | None = None) -> Outcome:
     """ASTRA's report for one incident, stored per round, scored against its truth when there is one."""
     from faultline.astra.engine import analyse
-    from faultline.astra.eval_store import load_truth, save_scores
+    from faultline.astra.eval_store import save_scores
     from faultline.astra.evaluate import score_result
     from faultline.astra.incident import load_incident
     from faultline.astra.store import save_result
+    from faultline.truth.store import load_truth
 
     started = time.perf_counter()
     incident = load_incident(conn, item.incident_id)
@@ -127,7 +128,8 @@ def run_sade(settings: Settings, conn: duckdb.DuckDBPyConnection, item: BacklogI
     from faultline.nika.labels import skill_of
     from faultline.sade.engine import diagnose
     from faultline.sade.scoring import score_incident
-    from faultline.sade.store import load_truths, save_diagnosis, save_scores
+    from faultline.sade.store import save_diagnosis, save_scores
+    from faultline.truth.store import load_truths
 
     started = time.perf_counter()
     backend = open_backend(settings, item, network_backend)
@@ -165,7 +167,7 @@ def run_verdict(settings: Settings, conn: duckdb.DuckDBPyConnection, item: Backl
                 run_id: str | None = None) -> Outcome:
     """The verdict of one incident from what ASTRA and SADE stored, refined by asking the network about what the
     logs point at (`network_backend` None: never ask), stored, scored when the truth is known."""
-    from faultline.astra.eval_store import load_truth
+    from faultline.truth.store import load_truth
     from faultline.verdict.evaluate import save_scores, score_verdict
     from faultline.verdict.refine import refine
     from faultline.verdict.sources import load_inputs

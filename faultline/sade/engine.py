@@ -5,16 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from faultline.nika.answers import RootCause, SubmissionV1, SubmissionV2
 from faultline.nika.labels import v2_fault_type
 from faultline.sade.backend import Backend
 from faultline.sade.matcher import Match
-from faultline.sade.records import (
-    Diagnosis,
-    RootCause,
-    Submission,
-    SubmissionV1,
-    SubmissionV2,
-)
+from faultline.sade.records import Diagnosis, Submission
 from faultline.sade.session import Session
 
 

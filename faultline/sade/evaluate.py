@@ -16,7 +16,8 @@ from faultline.nika.labels import skill_of
 from faultline.sade.backend import snapshot_backend
 from faultline.sade.engine import diagnose
 from faultline.sade.records import Diagnosis
-from faultline.sade.scoring import IncidentScore, score_incident, truth_from_json
+from faultline.sade.scoring import IncidentScore, score_incident
+from faultline.truth.store import truth_from_json
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Typed records of a SADE diagnosis: flags, steps, submissions (NIKA v1 and v2), the diagnosis itself.
+"""Typed records of a SADE diagnosis: flags, steps, its submission (in NIKA's two answer forms), the diagnosis.
 
 These are the boundary between the engine (scans, policy, matcher), storage (`sade_steps`,
 `sade_flags`, `submissions`), scoring and the CLI/MCP surfaces.
@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from faultline.nika.answers import SubmissionV1, SubmissionV2
 
 Phase = Literal["initial", "A", "B", "C", "D", "submit"]
 PHASES: tuple[str, ...] = ("initial", "A", "B", "C", "D", "submit")
@@ -44,28 +46,6 @@ class Step(_Closed):
     probe_calls: int = 0  # device-level probe calls this step made
     elapsed_ms: float = 0.0
     note: str = ""  # why the policy took this step / what it concluded
-
-
-class RootCause(_Closed):
-    """NIKA v2: one (resource, fault type) pair; resource ids look like node/x, interface/x/eth0, link/a:if--b:if."""
-
-    resource_id: str
-    fault_type: str
-
-
-class SubmissionV1(_Closed):
-    """NIKA v1's submit(is_anomaly, faulty_devices, root_cause_name)."""
-
-    is_anomaly: bool
-    faulty_devices: list[str] = Field(default_factory=list)
-    root_cause_name: list[str] = Field(default_factory=list)
-
-
-class SubmissionV2(_Closed):
-    """NIKA v2's submission: root causes as (resource_id, fault_type) pairs."""
-
-    is_anomaly: bool
-    root_causes: list[RootCause] = Field(default_factory=list)
 
 
 class Submission(_Closed):

@@ -23,7 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from faultline.sade.records import RootCause, SubmissionV1, SubmissionV2
+from faultline.nika.answers import SubmissionV1, SubmissionV2
+from faultline.truth.records import Truth
 
 MISSING = -1.0
 HEALTHY = "healthy"
@@ -31,18 +32,6 @@ HEALTHY = "healthy"
 
 class _Closed(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class Truth(_Closed):
-    """What really happened in one incident, in both NIKA forms."""
-
-    incident_id: str
-    is_anomaly: bool
-    devices: list[str] = Field(default_factory=list)
-    labels: list[str] = Field(default_factory=list)
-    root_causes: list[RootCause] = Field(default_factory=list)
-    scenario: str | None = None
-    size: str | None = None
 
 
 class SetScore(_Closed):
@@ -145,35 +134,22 @@ def score_incident(truth: Truth, v1: SubmissionV1 | None, v2: SubmissionV2 | Non
     if v2 is not None:
         sub_pairs = [(rc.resource_id, rc.fault_type) for rc in v2.root_causes]
         true_pairs = [(rc.resource_id, rc.fault_type) for rc in truth.root_causes]
-        a, t = v2.is_anomaly, truth.is_anomaly
+        a, t = v2.is_anomaly, truth.is_faulty
         joint = _scored(a, t, sub_pairs, true_pairs)
         v2_loc = _scored(a, t, [p[0] for p in sub_pairs], [p[0] for p in true_pairs])
         v2_type = _scored(a, t, [p[1] for p in sub_pairs], [p[1] for p in true_pairs])
     return IncidentScore(
-        submitted=True, detection=1.0 if v1.is_anomaly == truth.is_anomaly else 0.0,
-        localization=_scored(v1.is_anomaly, truth.is_anomaly, v1.faulty_devices, truth.devices),
-        rca=_scored(v1.is_anomaly, truth.is_anomaly, v1.root_cause_name, truth.labels),
+        submitted=True, detection=1.0 if v1.is_anomaly == truth.is_faulty else 0.0,
+        localization=_scored(v1.is_anomaly, truth.is_faulty, v1.faulty_devices, truth.devices),
+        rca=_scored(v1.is_anomaly, truth.is_faulty, v1.root_cause_name, truth.labels),
         v2_joint=joint, v2_localization=v2_loc, v2_fault_type=v2_type, **keys)
-
-
-def truth_from_json(incident_id: str, data: dict[str, Any], *, scenario: str | None = None,
-                    size: str | None = None) -> Truth:
-    """A `Truth` from a corpus `ground_truth.json` (v1 `root_cause_names` win over `multiple_faults`)."""
-    v1 = data.get("v1") or {}
-    names = v1.get("root_cause_names")
-    if names is None:
-        name = v1.get("root_cause_name")
-        names = name if isinstance(name, list) else ([name] if name else [])
-    return Truth(incident_id=incident_id, is_anomaly=bool(v1.get("is_anomaly")),
-                 devices=list(v1.get("faulty_devices") or []), labels=list(names),
-                 root_causes=[RootCause(**rc) for rc in data.get("v2") or []], scenario=scenario, size=size)
 
 
 def _mean(values: Sequence[float]) -> float:
     return _r(sum(max(v, 0.0) for v in values) / len(values)) if values else 0.0
 
 
-def summarize(scores: Sequence[IncidentScore], *, group_by: str | None = None) -> list[ScoreSummary]:
+def summarise(scores: Sequence[IncidentScore], *, group_by: str | None = None) -> list[ScoreSummary]:
     """Summaries per method (and per group when `group_by` is label | family | scenario | size).
 
     By label, a multi-fault incident counts in each of its labels' groups; healthy controls form the

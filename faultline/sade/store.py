@@ -8,19 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
-from faultline.sade.records import (
-    Diagnosis,
-    RootCause,
-    Submission,
-    SubmissionV1,
-    SubmissionV2,
-)
-from faultline.sade.scoring import IncidentScore, Truth
+from faultline.nika.answers import SubmissionV1, SubmissionV2
+from faultline.sade.records import Diagnosis, Flag, Step, Submission
+from faultline.sade.scoring import IncidentScore
 from faultline.stale import MARK_SQL
 
 DELETE_STEPS_SQL = "DELETE FROM sade_steps WHERE incident_id = ? AND method = ?"
@@ -46,12 +42,19 @@ INSERT_EVALUATION_SQL = """
 INSERT INTO evaluations (incident_id, method, metric, value, run_id, attributes, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?)
 """
-SELECT_SUBMISSION_SQL = "SELECT v1, v2, status FROM submissions WHERE incident_id = ? AND method = ?"
-SELECT_TRUTHS_SQL = """
-SELECT g.incident_id, g.is_faulty, g.labels, g.devices, g.v2_resource_ids, g.v2_fault_types, i.scenario, i.size
-FROM ground_truth g LEFT JOIN incidents i USING (incident_id)
-ORDER BY g.incident_id
+SELECT_SUBMISSION_SQL = """
+SELECT status, v1, v2, families, summary, backend, error
+FROM submissions WHERE incident_id = ? AND method = ?
 """
+SELECT_FLAGS_SQL = """
+SELECT scan, phase, device, kind, evidence, family, strength, vs_baseline, attrs
+FROM sade_flags WHERE incident_id = ? AND method = ? ORDER BY flag_no
+"""
+SELECT_STEPS_SQL = """
+SELECT seq, phase, tool, args, output_digest, flags, probe_calls, elapsed_ms, note
+FROM sade_steps WHERE incident_id = ? AND method = ? ORDER BY seq
+"""
+
 
 
 def _now() -> datetime:
@@ -138,22 +141,39 @@ def save_scores(conn: duckdb.DuckDBPyConnection, scores: Sequence[IncidentScore]
     return rows
 
 
-def load_submission(conn: duckdb.DuckDBPyConnection, incident_id: str,
-                    method: str) -> tuple[SubmissionV1 | None, SubmissionV2 | None]:
-    """The stored v1 and v2 answer of (incident, method); (None, None) when there is none."""
+@dataclass
+class StoredDiagnosis:
+    """A diagnosis as stored: its answer (v1, v2; None when it ended without one), flags and steps."""
+
+    method: str
+    status: str  # submitted | no_submission | error
+    v1: SubmissionV1 | None
+    v2: SubmissionV2 | None
+    families: list[str]
+    summary: str
+    backend: str | None
+    flags: list[Flag]
+    steps: list[Step]
+
+    def step_for(self, flag: Flag) -> Step | None:
+        """The probe step that raised `flag` (its kind, on its device), else the first step that raised the kind."""
+        raised = [s for s in self.steps if flag.kind in s.flags]
+        on_device = [s for s in raised if s.args.get("dev") == flag.device]
+        return (on_device or raised or [None])[0]
+
+
+def load_diagnosis(conn: duckdb.DuckDBPyConnection, incident_id: str, method: str = "sade") -> StoredDiagnosis | None:
+    """The stored diagnosis of (incident, method), or None when there is none."""
     row = conn.execute(SELECT_SUBMISSION_SQL, [incident_id, method]).fetchone()
-    if row is None or row[0] is None:
-        return None, None
-    v1 = SubmissionV1.model_validate(json.loads(row[0]))
-    v2 = SubmissionV2.model_validate(json.loads(row[1])) if row[1] is not None else None
-    return v1, v2
-
-
-def load_truths(conn: duckdb.DuckDBPyConnection) -> dict[str, Truth]:
-    """Every incident's ground truth from the warehouse (with its scenario and size), by incident id."""
-    truths = {}
-    for inc, faulty, labels, devices, resources, types, scenario, size in conn.execute(SELECT_TRUTHS_SQL).fetchall():
-        pairs = [RootCause(resource_id=r, fault_type=t) for r, t in zip(resources or [], types or [])]
-        truths[inc] = Truth(incident_id=inc, is_anomaly=bool(faulty), devices=list(devices or []),
-                            labels=list(labels or []), root_causes=pairs, scenario=scenario, size=size)
-    return truths
+    if row is None:
+        return None
+    status, v1, v2, families, summary, backend, _error = row
+    flags = [Flag(scan=r[0], phase=r[1], device=r[2], kind=r[3], evidence=r[4], family=r[5], strength=r[6],
+                  vs_baseline=r[7], attrs=json.loads(r[8]) if r[8] else {})
+             for r in conn.execute(SELECT_FLAGS_SQL, [incident_id, method]).fetchall()]
+    steps = [Step(seq=r[0], phase=r[1], tool=r[2], args=json.loads(r[3]) if r[3] else {}, output_digest=r[4],
+                  flags=list(r[5] or []), probe_calls=r[6], elapsed_ms=r[7], note=r[8])
+             for r in conn.execute(SELECT_STEPS_SQL, [incident_id, method]).fetchall()]
+    return StoredDiagnosis(method=method, status=status, v1=SubmissionV1.model_validate_json(v1) if v1 else None,
+                           v2=SubmissionV2.model_validate_json(v2) if v2 else None, families=list(families or []),
+                           summary=summary or "", backend=backend, flags=flags, steps=steps)

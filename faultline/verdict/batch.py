@@ -14,7 +14,13 @@ from pathlib import Path
 import duckdb
 
 from faultline.config import Settings
-from faultline.verdict.evaluate import Summary, VerdictScore, save_scores, score_verdict, summarise
+from faultline.verdict.evaluate import (
+    Summary,
+    VerdictScore,
+    save_scores,
+    score_verdict,
+    summarise,
+)
 
 
 @dataclass
@@ -61,10 +67,10 @@ def evaluate_corpus(conn: duckdb.DuckDBPyConnection, settings: Settings, corpus:
                     limit: int | None = None, progress: bool = False) -> VerdictBatch:
     """Load the corpus, run ASTRA and SADE, fuse and score a verdict for every incident with ground truth."""
     from faultline.astra.batch import evaluate_incidents, load_corpus
-    from faultline.astra.eval_store import load_truth
     from faultline.errors import FaultlineError
     from faultline.progress import track
     from faultline.runs import finish_run, record_failure, start_run
+    from faultline.truth.store import load_truth
     from faultline.verdict.refine import refine
     from faultline.verdict.sources import load_inputs
     from faultline.verdict.store import save_verdict

@@ -30,7 +30,7 @@ def _category(labels: list[str]) -> str | None:
 
 
 def _summary(label: str) -> str:
-    from faultline.astra.taxonomy import taxonomy
+    from faultline.truth.taxonomy import taxonomy
 
     entry = taxonomy().get(label)
     return entry.summary if entry else ""

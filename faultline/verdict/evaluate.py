@@ -1,6 +1,6 @@
 """Scoring a verdict the ways ASTRA and SADE are scored, and summarising a batch beside both.
 
-* **ASTRA's rubric** (`faultline.astra.rubric.score_accuracy`, 0-5) on the verdict's label, devices and root
+* **ASTRA's rubric** (`faultline.truth.rubric.score_accuracy`, 0-5) on the verdict's label, devices and root
   cause; with several labels the best label's score counts (as the rubric does for several true labels).
 * **NIKA's metrics** (`faultline.sade.scoring.score_incident`): the verdict as a v1 submission (anomaly,
   devices, labels) and a v2 one (the network's pairs when the network decided, else node/<device> x label); an
@@ -16,7 +16,8 @@ from statistics import mean
 import duckdb
 from pydantic import BaseModel, ConfigDict, Field
 
-from faultline.astra.rubric import Truth, score_accuracy
+from faultline.truth.records import Truth
+from faultline.truth.rubric import score_accuracy
 from faultline.verdict.records import Verdict
 from faultline.verdict.sources import Inputs
 
@@ -57,7 +58,7 @@ class VerdictScore(BaseModel):
 
 def _sources(verdict: Verdict, inputs: Inputs) -> list[str]:
     from faultline.astra.evaluate import analysis_sources
-    from faultline.astra.taxonomy import taxonomy
+    from faultline.truth.taxonomy import taxonomy
 
     texts = analysis_sources(inputs.incident, list(inputs.outputs.values()))
     net = inputs.network
@@ -73,8 +74,8 @@ def _sources(verdict: Verdict, inputs: Inputs) -> list[str]:
 
 
 def _submission(verdict: Verdict, inputs: Inputs):
+    from faultline.nika.answers import RootCause, SubmissionV1, SubmissionV2
     from faultline.nika.labels import label_info
-    from faultline.sade.records import RootCause, SubmissionV1, SubmissionV2
 
     if verdict.status == "undetermined":
         return None, None
@@ -88,25 +89,20 @@ def _submission(verdict: Verdict, inputs: Inputs):
     return v1, SubmissionV2(is_anomaly=anomaly, root_causes=pairs)
 
 
-def score_verdict(conn: duckdb.DuckDBPyConnection, verdict: Verdict, inputs: Inputs, truth: Truth) -> VerdictScore:
+def score_verdict(verdict: Verdict, inputs: Inputs, truth: Truth) -> VerdictScore:
     """Score one verdict against the truth (rubric, NIKA) and against its own sources (fabrication)."""
     from faultline.astra.identifiers import find_identifiers, untraceable
     from faultline.nika.labels import skill_of
     from faultline.sade.scoring import score_incident
-    from faultline.sade.store import load_truths
 
     # the rubric would read a label out of a healthy verdict's words ("the logs named ..."): give it none
     root = {"fault": "", "healthy": "no fault"}.get(verdict.status, verdict.root_cause)
     best = max((score_accuracy(label=lb, category=verdict.category, devices=verdict.devices, root_cause=root,
                                truth=truth) for lb in (verdict.labels or [None])), key=lambda a: a.score)
-    nika_truth = load_truths(conn).get(verdict.incident_id)
-    nika: dict[str, float] = {}
-    family = scenario = size = None
-    if nika_truth is not None:
-        scenario, size = nika_truth.scenario, nika_truth.size
-        v1, v2 = _submission(verdict, inputs)
-        family = skill_of(nika_truth.labels[0]) if nika_truth.labels else "healthy"
-        nika = score_incident(nika_truth, v1, v2, method=EVALUATION_METHOD, family=family).metrics()
+    v1, v2 = _submission(verdict, inputs)
+    family = skill_of(truth.labels[0]) if truth.labels else "healthy"
+    nika = score_incident(truth, v1, v2, method=EVALUATION_METHOD, family=family).metrics()
+    scenario, size = truth.scenario, truth.size
     found = find_identifiers(verdict.text)
     fabricated = untraceable(found, _sources(verdict, inputs))
     return VerdictScore(

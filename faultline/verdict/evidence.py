@@ -17,9 +17,10 @@ import re
 import duckdb
 
 from faultline.sade.records import Flag
+from faultline.sade.store import StoredDiagnosis
 from faultline.verdict.fixes import DocSection, Precedent
 from faultline.verdict.records import Citation, Section, VerdictClaim
-from faultline.verdict.sources import Inputs, Network
+from faultline.verdict.sources import Inputs
 
 MAX_NETWORK = 4
 MAX_LOG_LINES = 4
@@ -68,7 +69,7 @@ def _describe(flag: Flag) -> str:
     return f"{where}: {flag.kind.replace('_', ' ')} (found by the {flag.scan.replace('_', ' ')})"
 
 
-def network_flags(network: Network | None, labels: list[str], devices: list[str]) -> list[Flag]:
+def network_flags(network: StoredDiagnosis | None, labels: list[str], devices: list[str]) -> list[Flag]:
     """The flags behind the verdict: on its devices or in its families, strong and baseline-backed first."""
     if network is None:
         return []
@@ -80,7 +81,7 @@ def network_flags(network: Network | None, labels: list[str], devices: list[str]
                                          f.device not in devices))
 
 
-def network_claims(claims: Claims, network: Network | None, flags: list[Flag]) -> None:
+def network_claims(claims: Claims, network: StoredDiagnosis | None, flags: list[Flag]) -> None:
     """One evidence claim per flag behind the verdict (the reachability picture goes to the symptom)."""
     if network is None:
         return
@@ -97,7 +98,7 @@ def network_claims(claims: Claims, network: Network | None, flags: list[Flag]) -
                    Citation(source="network", ref=f"scan {flag.scan}", device=flag.device, detail=flag.scan))
 
 
-def healthy_claim(claims: Claims, network: Network | None) -> None:
+def healthy_claim(claims: Claims, network: StoredDiagnosis | None) -> None:
     """What a clean network diagnosis rests on: how much was probed, and its own summary."""
     if network is None:
         return
@@ -108,7 +109,7 @@ def healthy_claim(claims: Claims, network: Network | None) -> None:
                Citation(source="network", ref=f"{network.method} submission", detail="no anomaly"))
 
 
-def interfaces(network: Network | None, flags: list[Flag], devices: list[str]) -> list[str]:
+def interfaces(network: StoredDiagnosis | None, flags: list[Flag], devices: list[str]) -> list[str]:
     """Interfaces the verdict's flags and the submission's v2 resources name, as ``device:ifname``."""
     found: list[str] = []
     for flag in flags:
@@ -139,7 +140,7 @@ def scope_rows(conn: duckdb.DuckDBPyConnection, inputs: Inputs, log_timezone: st
 def label_lines(rows: list[tuple], labels: list[str], devices: list[str],
                 limit: int = MAX_LOG_LINES) -> list[tuple[str, str, int, str]]:
     """Lines matching the signals of `labels` (the verdict's devices first, then time order in each file)."""
-    from faultline.astra.taxonomy import taxonomy
+    from faultline.truth.taxonomy import taxonomy
 
     patterns: list[re.Pattern[str]] = []
     for label in labels:

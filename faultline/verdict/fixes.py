@@ -1,7 +1,7 @@
 """Fixes that fit the cause: precedents from resolved tickets and documentation sections about the verdict's label.
 
 A resolved ticket is a precedent for a label when its resolution's cause sentences read as that label
-(`faultline.astra.taxonomy.classify_text`, the same reading the similarity agent votes with) — an exact label
+(`faultline.astra.labels.classify_text`, the same reading the similarity agent votes with) — an exact label
 first, then a label of the same family. Tickets the similarity agent retrieved for this incident come first (by
 their score), then the most recently resolved; only tickets resolved before the incident was opened count. A
 documentation section is about a label when its text reads as that label. When neither exists the verdict says
@@ -62,7 +62,7 @@ class DocSection:
 
 @lru_cache(maxsize=50_000)
 def _reading(key: str, text: str) -> tuple[str, float] | None:  # key: cache identity (id + content hash)
-    from faultline.astra.taxonomy import classify_text
+    from faultline.astra.labels import classify_text
 
     ranked = classify_text(text)
     return ranked[0] if ranked and ranked[0][1] >= MIN_READING else None
@@ -71,7 +71,7 @@ def _reading(key: str, text: str) -> tuple[str, float] | None:  # key: cache ide
 def _fits(reading: tuple[str, float] | None, labels: list[str]) -> tuple[str, bool] | None:
     if reading is None:
         return None
-    from faultline.astra.rubric import taxonomy
+    from faultline.truth.taxonomy import taxonomy
 
     label = reading[0]
     if label in labels:

@@ -23,10 +23,11 @@ import duckdb
 
 from faultline.config import Settings
 from faultline.sade.crosscheck import CrossCheck
+from faultline.sade.store import StoredDiagnosis
 from faultline.verdict.engine import build
 from faultline.verdict.records import Opinion, Verdict, VerdictCheck, VerdictRound
 from faultline.verdict.report import render
-from faultline.verdict.sources import Inputs, Network, load_inputs, log_opinion
+from faultline.verdict.sources import Inputs, load_inputs, log_opinion
 
 MAX_CHECKS = 2
 Checker = Callable[[str, list[str]], CrossCheck]
@@ -38,7 +39,7 @@ def _round(v: Verdict, n: int, action: str) -> VerdictRound:
 
 
 def _explained(label: str, by: list[str]) -> bool:
-    from faultline.astra.taxonomy import taxonomy
+    from faultline.truth.taxonomy import taxonomy
 
     tax = taxonomy()
     return any(label in tax[b].explains for b in by if b in tax)
@@ -56,10 +57,10 @@ def leads(first: Verdict, inputs: Inputs) -> list[tuple[str, list[str]]]:
             if lb not in first.labels and not _explained(lb, first.labels)][:MAX_CHECKS]
 
 
-def _with_checks(net: Network, checks: list[CrossCheck]) -> Network:
+def _with_checks(net: StoredDiagnosis, checks: list[CrossCheck]) -> StoredDiagnosis:
     """The network answer with the checks' steps and flags appended, and the confirmed labels added to it."""
+    from faultline.nika.answers import RootCause, SubmissionV1, SubmissionV2
     from faultline.nika.labels import v2_fault_type
-    from faultline.sade.records import RootCause, SubmissionV1, SubmissionV2
 
     steps, flags = list(net.steps), list(net.flags)
     seen = {(f.device, f.kind, f.evidence) for f in flags}

@@ -97,7 +97,7 @@ def relation(opinion: Opinion, labels: list[str], healthy: bool) -> str:
         return "disagree" if opinion.healthy else "silent"
     if set(opinion.labels) & set(labels):
         return "agree"
-    from faultline.astra.rubric import taxonomy
+    from faultline.truth.taxonomy import taxonomy
 
     families = {taxonomy().family_of(lb) for lb in labels} - {None}
     return "family" if {taxonomy().family_of(lb) for lb in opinion.labels} & families else "disagree"

@@ -7,51 +7,23 @@ is. Nothing here reads ground truth or how a lab caused a fault.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import duckdb
 
-from faultline.astra.records import AgentOutput, AstraResult, Incident, Report, SimilarTicket
-from faultline.sade.records import Flag, Step, SubmissionV1, SubmissionV2
+from faultline.astra.records import (
+    AgentOutput,
+    AstraResult,
+    Incident,
+    Report,
+    SimilarTicket,
+)
+from faultline.sade.store import StoredDiagnosis, load_diagnosis
 from faultline.verdict.records import Opinion
 
 STRONG_LOG_SCORE = 1.0  # a log label scored at least this is read as a strong opinion (taxonomy MIN is 0.5)
 
-NETWORK_SQL = """
-SELECT status, v1, v2, families, summary, backend, error
-FROM submissions WHERE incident_id = ? AND method = ?
-"""
-FLAGS_SQL = """
-SELECT scan, phase, device, kind, evidence, family, strength, vs_baseline, attrs
-FROM sade_flags WHERE incident_id = ? AND method = ? ORDER BY flag_no
-"""
-STEPS_SQL = """
-SELECT seq, phase, tool, args, output_digest, flags, probe_calls, elapsed_ms, note
-FROM sade_steps WHERE incident_id = ? AND method = ? ORDER BY seq
-"""
 HAS_NETWORK_SQL = "SELECT snapshot_path FROM incidents WHERE incident_id = ?"
-
-
-@dataclass
-class Network:
-    """A stored network diagnosis of the incident."""
-
-    method: str
-    status: str  # submitted | no_submission | error
-    v1: SubmissionV1 | None
-    v2: SubmissionV2 | None
-    families: list[str]
-    summary: str
-    backend: str | None
-    flags: list[Flag]
-    steps: list[Step]
-
-    def step_for(self, flag: Flag) -> Step | None:
-        """The probe step that raised `flag` (its kind, on its device), else the first step that raised the kind."""
-        raised = [s for s in self.steps if flag.kind in s.flags]
-        on_device = [s for s in raised if s.args.get("dev") == flag.device]
-        return (on_device or raised or [None])[0]
 
 
 @dataclass
@@ -60,7 +32,7 @@ class Inputs:
 
     incident: Incident
     astra: AstraResult | None
-    network: Network | None
+    network: StoredDiagnosis | None
     without_network: str | None = None  # why there is no network answer (an imported ticket, a missing snapshot)
     outputs: dict[str, AgentOutput] = field(default_factory=dict)  # each ASTRA agent's last output
 
@@ -76,23 +48,6 @@ class Inputs:
         tickets = (sim.data.get("tickets") or []) if sim else []
         return [SimilarTicket(ticket_id=t["ticket_id"], title=t.get("title", ""), score=float(t.get("score") or 0.0))
                 for t in tickets if isinstance(t, dict) and t.get("ticket_id")]
-
-
-def load_network(conn: duckdb.DuckDBPyConnection, incident_id: str, method: str = "sade") -> Network | None:
-    """The stored diagnosis of (incident, method), or None."""
-    row = conn.execute(NETWORK_SQL, [incident_id, method]).fetchone()
-    if row is None:
-        return None
-    status, v1, v2, families, summary, backend, _error = row
-    flags = [Flag(scan=r[0], phase=r[1], device=r[2], kind=r[3], evidence=r[4], family=r[5], strength=r[6],
-                  vs_baseline=r[7], attrs=json.loads(r[8]) if r[8] else {})
-             for r in conn.execute(FLAGS_SQL, [incident_id, method]).fetchall()]
-    steps = [Step(seq=r[0], phase=r[1], tool=r[2], args=json.loads(r[3]) if r[3] else {}, output_digest=r[4],
-                  flags=list(r[5] or []), probe_calls=r[6], elapsed_ms=r[7], note=r[8])
-             for r in conn.execute(STEPS_SQL, [incident_id, method]).fetchall()]
-    return Network(method=method, status=status, v1=SubmissionV1.model_validate_json(v1) if v1 else None,
-                   v2=SubmissionV2.model_validate_json(v2) if v2 else None, families=list(families or []),
-                   summary=summary or "", backend=backend, flags=flags, steps=steps)
 
 
 def _why_no_network(conn: duckdb.DuckDBPyConnection, incident_id: str) -> str:
@@ -112,7 +67,7 @@ def load_inputs(conn: duckdb.DuckDBPyConnection, incident_id: str, *, analyst: s
 
     incident = load_incident(conn, incident_id)
     astra = load_result(conn, incident_id, analyst)
-    network = load_network(conn, incident_id, method)
+    network = load_diagnosis(conn, incident_id, method)
     outputs: dict[str, AgentOutput] = {}
     for out in astra.outputs if astra else []:
         if out.agent not in outputs or out.round >= outputs[out.agent].round:
@@ -122,12 +77,12 @@ def load_inputs(conn: duckdb.DuckDBPyConnection, incident_id: str, *, analyst: s
 
 
 def _known(label: str | None) -> bool:
-    from faultline.astra.taxonomy import taxonomy
+    from faultline.truth.taxonomy import taxonomy
 
     return bool(label) and label in taxonomy()
 
 
-def network_opinion(network: Network | None) -> Opinion | None:
+def network_opinion(network: StoredDiagnosis | None) -> Opinion | None:
     """What the network diagnosis says: its labels and devices, strong when a strong flag stands behind it."""
     if network is None:
         return None

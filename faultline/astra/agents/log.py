@@ -22,8 +22,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from faultline.astra.agents.base import AgentDeps, cap
+from faultline.astra.labels import best_label
 from faultline.astra.records import AgentOutput, AgentTask, Finding
-from faultline.astra.taxonomy import best_label, taxonomy
+from faultline.truth.taxonomy import taxonomy
 
 KEY_LINES = 8
 LLM_EXCERPT_CHARS = 12_000

@@ -22,9 +22,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from faultline.astra.agents.base import AgentDeps, cap
+from faultline.astra.labels import classify_text
 from faultline.astra.lexical import identifiers, sentences
 from faultline.astra.records import AgentOutput, AgentTask, Finding, SimilarTicket
-from faultline.astra.taxonomy import classify_text, taxonomy
+from faultline.truth.taxonomy import taxonomy
 
 TICKETS_SQL = """
 SELECT ticket_id, coalesce(description, ''), coalesce(resolution_note, '')

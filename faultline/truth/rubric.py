@@ -1,81 +1,16 @@
-"""ASTRA's 0-5 accuracy rubric, computed from the fault taxonomy instead of asked of a judge.
-
-The paper's evaluation judge scores a report's accuracy against the engineers' ground truth
-(5 same mechanism ... 3 same fault area ... 1 different domain ... 0 unrelated). On lab incidents the
-truth is a NIKA label set with devices, so the same ladder is computed from data
-(`rubric.yml`: every label's family and domain; the NIKA category comes from the catalogue).
-
-The exact rule, for a faulty incident (best over the truth's labels when several faults were injected):
-
-* 5 - the report's label is a true label and its devices are right: it names at least one truth
-  device and no device outside the truth.
-* 4 - a true label, devices wrong or missing.
-* 3 - same family as a true label (e.g. ``bgp_asn_misconfig`` for ``bgp_acl_block``), or same domain
-  *and* same NIKA category (e.g. ``ospf_neighbor_missing`` for ``bgp_missing_route_advertisement``).
-* 2 - same domain only (e.g. ``frr_service_down`` for ``ospf_area_misconfiguration``).
-* 1 - a different domain, or a root cause that names nothing in the taxonomy.
-* 0 - no root cause: no label, no category and an empty or "undetermined" root-cause text.
-
-The report's label is its ``label`` field, else the first taxonomy label written in its root cause.
-A report with a category but no label scores by the category: a NIKA category equal to a true one
-scores 3, a family 3 (same family) or 2 (same domain), a domain name 2; anything else 1.
-
-A healthy control scores 5 when the report names no fault (no label, and no category or a no-fault
-category such as ``no_fault``) and 1 when it names one.
-"""
+"""ASTRA's 0-5 accuracy rubric, computed from the taxonomy instead of asked of a judge: 5 the right label on the
+right devices ... 3 the same family or fault area ... 1 another domain, 0 no root cause (the exact rule:
+docs/scoring.md#the-accuracy-rubric). The verdict and the marts score with it too."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from faultline.truth.records import Truth
+from faultline.truth.taxonomy import Taxonomy, nika_labels, taxonomy
 
-RUBRIC_FILE = Path(__file__).with_name("rubric.yml")
 _UNDETERMINED = re.compile(r"^\W*(?:$|undetermined|not determin|unknown|no root cause|none\W*$)", re.IGNORECASE)
-
-
-class Truth(BaseModel):
-    """The evaluation's view of an incident's ground truth (never shown to the analysis)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    incident_id: str
-    is_faulty: bool
-    labels: list[str] = Field(default_factory=list)
-    devices: list[str] = Field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Taxonomy:
-    """Label -> family, family -> domain, label -> NIKA category, and the no-fault words."""
-
-    families: dict[str, str]
-    domains: dict[str, str]
-    categories: dict[str, str]
-    no_fault: frozenset[str]
-
-    def family_of(self, label: str | None) -> str | None:
-        """The rubric family of a taxonomy label (None for an unknown name or an operator event)."""
-        return self.families.get(label) if label else None
-
-    def domain_of(self, label: str) -> str | None:
-        family = self.families.get(label)
-        return self.domains.get(family) if family else None
-
-
-@lru_cache(maxsize=1)
-def taxonomy() -> Taxonomy:
-    """The rubric data joined with the NIKA catalogue's categories."""
-    from faultline.nika.labels import catalogue
-
-    data = yaml.safe_load(RUBRIC_FILE.read_text())
-    return Taxonomy(families=dict(data["labels"]), domains=dict(data["families"]),
-                    categories={info.label: info.category for info in catalogue()},
-                    no_fault=frozenset(data["no_fault_categories"]))
 
 
 @dataclass(frozen=True)
@@ -91,10 +26,8 @@ def stated_label(label: str | None, root_cause: str) -> str | None:
     """The report's label: its field, else the first taxonomy label written in its root-cause text."""
     if label:
         return label
-    from faultline.astra.identifiers import taxonomy_labels
-
     lowered = root_cause.lower()
-    hits = [(lowered.find(name), name) for name in taxonomy_labels() if re.search(rf"(?<!\w){name}(?!\w)", lowered)]
+    hits = [(lowered.find(name), name) for name in nika_labels() if re.search(rf"(?<!\w){name}(?!\w)", lowered)]
     return min(hits)[1] if hits else None
 
 
@@ -143,7 +76,7 @@ def _by_category(category: str, truth: Truth, tax: Taxonomy) -> Accuracy:
 
 def score_accuracy(*, label: str | None, category: str | None, devices: list[str], root_cause: str,
                    truth: Truth) -> Accuracy:
-    """Score one report's identification against the truth with the rule in this module's docstring."""
+    """Score one report's identification against the truth by the rubric (docs/scoring.md#the-accuracy-rubric)."""
     tax = taxonomy()
     named = stated_label(label, root_cause)
     names_fault = named is not None or (category is not None and category.lower() not in tax.no_fault)

@@ -1,0 +1,184 @@
+"""The one root-cause taxonomy: every NIKA fault label and operator/physical event with its category, summary,
+log signals and echoes (`taxonomy.yml`), and the rubric's families and domains (`rubric.yml`).
+
+    tax = taxonomy()
+    tax["bgp_acl_block"].summary, "link_down" in tax, tax.family_of("bgp_acl_block"), tax.domain_of("link_down")
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+
+TAXONOMY_FILE = Path(__file__).with_name("taxonomy.yml")
+RUBRIC_FILE = Path(__file__).with_name("rubric.yml")
+
+
+@dataclass(frozen=True)
+class Signal:
+    """A regex over raw log lines and how specific it is (0-1).
+
+    ``context``: the line only counts if the same device's logs also have a line matching it; ``final``: only the
+    last line of its file counts (a daemon that exited and never came back).
+    """
+
+    pattern: re.Pattern[str]
+    weight: float
+    context: re.Pattern[str] | None = None
+    final: bool = False
+
+
+@dataclass(frozen=True)
+class Volume:
+    """A volume rule: one device's ``file`` (name without .gz) holds >= ``min_lines`` and >= ``ratio`` x its peers' median."""
+
+    file: str
+    ratio: float
+    min_lines: int
+    weight: float
+
+
+@dataclass(frozen=True)
+class Flap:
+    """A count rule: >= ``min_changes`` lines matching ``pattern`` for one interface (its ``iface`` group) of
+    one device within ``window_s`` seconds (an interface going down and up again and again)."""
+
+    pattern: re.Pattern[str]
+    min_changes: int
+    window_s: float
+    weight: float
+
+
+Kind = Literal["fault", "event"]
+
+
+@dataclass(frozen=True)
+class Label:
+    """One taxonomy entry: a NIKA fault label or an operator/physical event, with its category and log rules.
+
+    ``event_types``: for an event, the names benchmarks' ground truth uses for it (``bgp_clear``, ...).
+    """
+
+    label: str
+    category: str
+    summary: str
+    signals: tuple[Signal, ...]
+    volumes: tuple[Volume, ...] = ()
+    kind: Kind = "fault"
+    event_types: tuple[str, ...] = ()
+    flaps: tuple[Flap, ...] = ()
+    explains: tuple[str, ...] = ()  # entries whose lines echo this one elsewhere (see the taxonomy file)
+    consequence: bool = False  # an event that only shows some other cause's effect: evidence, never the label
+
+
+@dataclass(frozen=True)
+class Taxonomy(Mapping[str, Label]):
+    """Every entry by name (a read-only mapping), plus the rubric's vocabulary: NIKA label -> family, family ->
+    domain, NIKA label -> NIKA category (from the catalogue) and the words that mean "no fault"."""
+
+    entries: dict[str, Label]
+    families: dict[str, str]
+    domains: dict[str, str]
+    categories: dict[str, str]
+    no_fault: frozenset[str]
+
+    def __getitem__(self, name: str) -> Label:
+        return self.entries[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def family_of(self, label: str | None) -> str | None:
+        """The rubric family of a NIKA label (None for an unknown name or an operator event)."""
+        return self.families.get(label) if label else None
+
+    def domain_of(self, label: str) -> str | None:
+        """The rubric domain of a NIKA label (None for an unknown name or an operator event)."""
+        family = self.families.get(label)
+        return self.domains.get(family) if family else None
+
+
+def _entry(name: str, category: str, spec: dict, kind: Kind) -> Label:
+    signals = tuple(Signal(re.compile(s["re"], re.IGNORECASE), float(s["weight"]),
+                           re.compile(s["context"], re.IGNORECASE) if s.get("context") else None,
+                           bool(s.get("final")))
+                    for s in spec.get("signals") or [])
+    volumes = tuple(Volume(v["file"], float(v["ratio"]), int(v["min_lines"]), float(v["weight"]))
+                    for v in spec.get("volume") or [])
+    flaps = tuple(Flap(re.compile(f["re"], re.IGNORECASE), int(f["min_changes"]), float(f["window_s"]),
+                       float(f["weight"]))
+                  for f in spec.get("flap") or [])
+    return Label(name, category, spec.get("summary", ""), signals, volumes, kind,
+                 tuple(spec.get("event_types") or ()), flaps, tuple(spec.get("explains") or ()),
+                 bool(spec.get("consequence")))
+
+
+def _entries() -> dict[str, Label]:
+    data = yaml.safe_load(TAXONOMY_FILE.read_text(encoding="utf-8"))
+    labels: dict[str, Label] = {}
+    for category, body in data["categories"].items():
+        for name, spec in body["labels"].items():
+            labels[name] = _entry(name, category, spec, "fault")
+    for name, spec in (data.get("events") or {}).items():
+        if name in labels:
+            raise ValueError(f"{TAXONOMY_FILE.name}: event {name!r} has the name of a fault label")
+        labels[name] = _entry(name, spec["category"], spec, "event")
+    return labels
+
+
+@lru_cache(maxsize=1)
+def taxonomy() -> Taxonomy:
+    """The taxonomy: NIKA's fault labels, then the operator/physical events, with the rubric's vocabulary."""
+    from faultline.nika.labels import catalogue
+
+    rubric = yaml.safe_load(RUBRIC_FILE.read_text(encoding="utf-8"))
+    return Taxonomy(entries=_entries(), families=dict(rubric["labels"]), domains=dict(rubric["families"]),
+                    categories={info.label: info.category for info in catalogue()},
+                    no_fault=frozenset(rubric["no_fault_categories"]))
+
+
+@lru_cache(maxsize=1)
+def nika_labels() -> tuple[str, ...]:
+    """Every NIKA v1 label of the catalogue, longest first (so a longer label wins over a prefix)."""
+    from faultline.nika.labels import catalogue
+
+    return tuple(sorted((info.label for info in catalogue()), key=len, reverse=True))
+
+
+def faults() -> dict[str, Label]:
+    """The NIKA fault labels only (what the rubric scores)."""
+    return {name: info for name, info in taxonomy().items() if info.kind == "fault"}
+
+
+def events() -> dict[str, Label]:
+    """The operator/physical events only."""
+    return {name: info for name, info in taxonomy().items() if info.kind == "event"}
+
+
+def is_event(label: str) -> bool:
+    """True when ``label`` names an operator/physical event of the taxonomy (not a NIKA fault label)."""
+    info = taxonomy().get(label)
+    return info is not None and info.kind == "event"
+
+
+def event_for_type(event_type: str) -> Label | None:
+    """The event a benchmark's ``event_type`` (e.g. ``bgp_clear``, ``pull_fiber_remote``) names, else None."""
+    wanted = event_type.strip().lower()
+    return next((info for info in events().values() if wanted in info.event_types), None)
+
+
+def categories() -> list[str]:
+    """The taxonomy's categories in file order."""
+    return list(dict.fromkeys(label.category for label in taxonomy().values()))
