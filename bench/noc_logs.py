@@ -128,17 +128,16 @@ def write_tickets(conn, events: list[dict[str, str]], slack: float, offsets: dic
 def run(data: Path, tickets_file: Path | None, scenario: str | None, rounds: int, slack: float,
         offsets: dict[str, timedelta], work: Path) -> dict[str, Any]:
     from faultline import db
-    from faultline.astra.engine import analyse
-    from faultline.astra.incident import load_incident
-    from faultline.astra.store import save_result
+    from faultline.astra.unit import run_astra
     from faultline.config import Settings
     from faultline.ingest.api import ingest_paths
+    from faultline.outcome import IncidentRef
     from faultline.retrieval.embed import Embedder
     from faultline.retrieval.index import sync_index
     from faultline.scope.resolve import scope_lines
     from faultline.scope.store import read_scope
     from faultline.truth.taxonomy import event_for_type
-    from faultline.verdict.refine import verdict_for
+    from faultline.verdict.unit import run_verdict
 
     events = read_events(data, scenario)
     zone = _zone_name(events)
@@ -174,11 +173,11 @@ def run(data: Path, tickets_file: Path | None, scenario: str | None, rounds: int
     for ticket in tickets:
         event = by_event[ticket["event_id"]]
         truth = _event_lines(conn, event, slack, offsets.get(event["device"], timedelta()))
-        incident = load_incident(conn, ticket["ticket_id"])
-        result = analyse(incident, settings=settings, conn=conn, max_rounds=rounds)
-        save_result(conn, result)
+        analysed = run_astra(settings, conn, ticket["ticket_id"], max_rounds=rounds)
+        incident, result = analysed.incident, analysed.result
         report = result.rounds[-1].report
-        verdict, _seconds = verdict_for(conn, settings, incident.incident_id)
+        verdict = run_verdict(settings, conn, IncidentRef(incident_id=incident.incident_id, ticket_id=incident.ticket_id),
+                              network_backend=None).verdict
         scoped: set[tuple[str, int]] = set()
         raws: set[str] = set()
         lines_in_scope = None

@@ -47,6 +47,15 @@ def _inventory(settings: Settings, out: Path) -> Path:
     return out
 
 
+def _diagnose(settings: Settings, net: Any, incident: str) -> Any:
+    """SADE's unit on the network `net` (its caller closes it), without a ticket: the diagnosis."""
+    from faultline.outcome import IncidentRef
+    from faultline.sade.unit import run_sade
+
+    ref = IncidentRef(incident_id=incident, ticket_id=incident)
+    return run_sade(settings, ref, network=net, ticket="", on_error="score").diagnosis
+
+
 def _answer(diag: Any) -> tuple:
     sub = diag.submission
     if sub is None:
@@ -85,27 +94,24 @@ def latency(lab_ctx: Any, ssh_ctx: Any, plan: list[tuple[str, dict]], repeat: in
 
 def diagnoses(settings: Settings, inventory: Path, pools: list[int], incident: str) -> list[dict]:
     """One diagnosis through the lab backend, then one per SSH pool size."""
-    from faultline.sade.backend import close_backend, lab_backend, ssh_backend
-    from faultline.sade.engine import diagnose
+    from faultline.network.backends import NetworkTarget, open_backend
 
     rows = []
-    runs: list[tuple[str, Any]] = [("lab", lambda: lab_backend(settings))]
+    runs: list[tuple[str, Any]] = [("lab", lambda: open_backend("lab", settings))]
     for size in pools:
         tuned = settings.model_copy(update={"ssh_pool_size": size})
-        runs.append((f"ssh pool {size}", lambda tuned=tuned: ssh_backend(tuned, inventory)))
+        runs.append((f"ssh pool {size}",
+                     lambda tuned=tuned: open_backend("ssh", tuned, NetworkTarget(inventory=inventory))))
     for name, make in runs:
-        net = make()
-        try:
+        with make() as net:
             t0 = time.perf_counter()
-            diag = diagnose(net, incident_id=incident, ticket="")
+            diag = _diagnose(settings, net, incident)
             took = time.perf_counter() - t0
             stats = getattr(net.ctx.runner, "stats", None)
             rows.append({"backend": name, "seconds": round(took, 2), "probes": diag.probe_calls,
                          "connections": stats.connections_opened if stats else None,
                          "max_open": stats.max_open if stats else None,
                          "failures": stats.failures if stats else None, "answer": list(map(str, _answer(diag)))})
-        finally:
-            close_backend(net)
     return rows
 
 
@@ -115,8 +121,7 @@ def compare_suite(settings: Settings, suite_name: str, limit: int | None, timeou
     from faultline.corpus.spec import load_suite
     from faultline.lab import faults
     from faultline.lab import lifecycle as lab
-    from faultline.sade.backend import close_backend, lab_backend, ssh_backend
-    from faultline.sade.engine import diagnose
+    from faultline.network.backends import NetworkTarget, open_backend
 
     suite = load_suite(suite_name)
     specs = list(enumerate(suite.incidents))[:limit] if limit else list(enumerate(suite.incidents))
@@ -142,16 +147,13 @@ def compare_suite(settings: Settings, suite_name: str, limit: int | None, timeou
                     # written now: the readable files the lab backend lists are the ones present after injection
                     inventory = _inventory(settings, Path(tempfile.mkdtemp(prefix="fl-inv-")))
                     for name in ("lab", "ssh"):
-                        net = lab_backend(settings) if name == "lab" else ssh_backend(settings, inventory)
-                        try:
+                        with open_backend(name, settings, NetworkTarget(inventory=inventory)) as net:
                             t0 = time.perf_counter()
-                            diag = diagnose(net, incident_id=row["incident"], ticket="")
+                            diag = _diagnose(settings, net, row["incident"])
                             row[name] = list(map(str, _answer(diag)))
                             row[f"{name}_flags"] = sorted({f"{f.kind}@{f.device}" for f in diag.flags})
                             row[f"{name}_probes"] = diag.probe_calls
                             row[f"{name}_s"] = round(time.perf_counter() - t0, 1)
-                        finally:
-                            close_backend(net)
                     row["same"] = row["lab"] == row["ssh"]
                     if row["same"]:  # the flags only matter for explaining a difference
                         row.pop("lab_flags"), row.pop("ssh_flags")
@@ -185,7 +187,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from faultline.lab import lifecycle as lab
-    from faultline.sade.backend import close_backend, ssh_backend
+    from faultline.network.backends import NetworkTarget, open_backend
 
     settings = Settings(lab_dir=Path(tempfile.mkdtemp(prefix="fl-bench-ssh-")), progress=False)
     report: dict[str, Any] = {"scenario": args.scenario, "latency": {}, "diagnosis": {}}
@@ -194,12 +196,9 @@ def main() -> None:
         try:
             inventory = _inventory(settings, Path(tempfile.mkdtemp(prefix="fl-inv-")))
             if size == args.sizes[0]:
-                net = ssh_backend(settings, inventory)
-                try:
+                with open_backend("ssh", settings, NetworkTarget(inventory=inventory)) as net:
                     report["latency"] = latency(lab.probe_context(state, settings), net.ctx, _probe_plan(state),
                                                 args.repeat)
-                finally:
-                    close_backend(net)
             report["diagnosis"][size] = diagnoses(settings, inventory, args.pools, f"healthy-{size}")
         finally:
             lab.down(settings)

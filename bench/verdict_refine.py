@@ -45,12 +45,9 @@ def run(warehouse: Path) -> dict:
     apply_offline_env()
     from faultline import db
     from faultline.config import Settings
-    from faultline.nightly.work import network_checker
+    from faultline.outcome import IncidentRef, incident_ref
     from faultline.truth.store import load_truth
-    from faultline.verdict.batch import snapshot_item
-    from faultline.verdict.evaluate import score_verdict
-    from faultline.verdict.refine import refine
-    from faultline.verdict.sources import load_inputs
+    from faultline.verdict.unit import run_verdict
 
     tmp = Path(tempfile.mkdtemp(prefix="verdict-refine-"))
     copy = tmp / "w.duckdb"
@@ -63,12 +60,11 @@ def run(warehouse: Path) -> dict:
         truth = load_truth(conn, incident_id)
         if truth is None:
             continue
-        inputs = load_inputs(conn, incident_id)
-        item = snapshot_item(conn, incident_id)
+        ref = incident_ref(conn, incident_id) or IncidentRef(incident_id=incident_id, ticket_id=incident_id)
         started = time.perf_counter()
-        final, first = refine(conn, settings, inputs, network_checker(settings, item, "snapshot") if item else None)
+        done = run_verdict(settings, conn, ref, network_backend="snapshot")  # on a copy of the warehouse
         seconds.append(time.perf_counter() - started)
-        a, b = score_verdict(first, inputs, truth), score_verdict(final, inputs, truth)
+        first, final, a, b = done.first, done.verdict, done.first_score, done.score
         firsts.append(a)
         finals.append(b)
         for k in final.checks:

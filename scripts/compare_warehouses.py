@@ -4,8 +4,9 @@
 
 Every table and mart of BEFORE is compared with AFTER's: its row count, and a digest of its rows with the
 columns that differ between any two runs left out (wall-clock times, run ids, durations, generated ids; see
-`VOLATILE`). A table whose digest differs names the columns whose values differ, so a new score or a changed
-label shows at once. Exit status 1 when anything differs.
+`VOLATILE`, and the timings inside JSON documents). A table whose digest differs names the columns whose values
+differ, so a new score or a changed label shows at once. Exit status 1 when anything differs. Run both sides with
+the same PYTHONHASHSEED: a few choices (which of two equal reasons a log scope records) follow set order.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import duckdb
 # columns whose values depend on when or how fast a run went, never on what it found
 VOLATILE = re.compile(r"(^|_)(run_id|runs?|created_at|started_at|finished_at|updated_at|ingested_at|at|elapsed(_s|_ms)?|"
                       r"seconds|duration(_s|_ms)?|ms|prefect_flow_run_id|flow_run_id|latency_ms|host|pid|"
-                      r"mean_seconds|max_seconds|elapsed_mean|total_seconds|wall_s|when)$")
+                      r"mean_seconds|max_seconds|elapsed_mean|total_seconds|wall_s|when)$|_s$")
+# rows that hold a duration (a metric measured in seconds): compared without them
+TIMED_ROWS = {"evaluations": "WHERE metric <> 'elapsed_s'"}
 # tables that describe the runs themselves rather than their results
 RUN_TABLES = {"runs", "mart_runs", "schema_migrations", "analysis_ledger", "marts_stale"}
 
@@ -33,28 +36,32 @@ def tables(conn: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def stable_columns(conn: duckdb.DuckDBPyConnection, table: str) -> list[str]:
-    cols = [r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ? "
-                                       "AND table_schema = 'main' ORDER BY ordinal_position", [table]).fetchall()]
-    return [c for c in cols if not VOLATILE.search(c)]
+    """The table's columns that hold results, each as an expression (floats rounded: a mean's last digits follow
+    the order DuckDB's threads added it up in)."""
+    cols = conn.execute("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ? "
+                        "AND table_schema = 'main' ORDER BY ordinal_position", [table]).fetchall()
+    return [f'round("{c}", 9)' if kind in ("DOUBLE", "FLOAT", "REAL") else f'"{c}"'
+            for c, kind in cols if not VOLATILE.search(c)]
 
 
 def _stable_json(column: str) -> str:
-    """A column's value as text, with volatile keys of JSON documents (timings) masked."""
-    return (f"regexp_replace(CAST(\"{column}\" AS VARCHAR), "
-            "'\"(elapsed_s|elapsed_ms|seconds|run_id|created_at)\": ?[^,}]*', '\"\\1\": _', 'g')")
+    """A column's value as text, with volatile keys of JSON documents (timings, durations) masked."""
+    return (f"regexp_replace(CAST({column} AS VARCHAR), "
+            "'\"(elapsed_s|elapsed_ms|seconds|run_id|created_at|timings|duration_ms)\": ?(\\{[^}]*\\}|[^,}]*)', "
+            "'\"\\1\": _', 'g')")
 
 
-def digest(conn: duckdb.DuckDBPyConnection, table: str, columns: list[str]) -> str | None:
+def digest(conn: duckdb.DuckDBPyConnection, table: str, columns: list[str], where: str = "") -> str | None:
     if not columns:
         return None
     parts = ", ".join(_stable_json(c) for c in columns)
     return conn.execute(f"SELECT md5(coalesce(string_agg(h, '|' ORDER BY h), '')) FROM "
-                        f"(SELECT md5(concat_ws('\x1f', {parts})) AS h FROM \"{table}\")").fetchone()[0]
+                        f"(SELECT md5(concat_ws('\x1f', {parts})) AS h FROM \"{table}\" {where})").fetchone()[0]
 
 
-def column_digest(conn: duckdb.DuckDBPyConnection, table: str, column: str) -> str:
+def column_digest(conn: duckdb.DuckDBPyConnection, table: str, column: str, where: str = "") -> str:
     return conn.execute(f"SELECT md5(coalesce(string_agg(v, '|' ORDER BY v), '')) FROM "
-                        f"(SELECT {_stable_json(column)} AS v FROM \"{table}\")").fetchone()[0]
+                        f"(SELECT {_stable_json(column)} AS v FROM \"{table}\" {where})").fetchone()[0]
 
 
 def compare(before: Path, after: Path) -> dict:
@@ -71,11 +78,12 @@ def compare(before: Path, after: Path) -> dict:
         cols = [c for c in stable_columns(a, table) if c in set(stable_columns(b, table))]
         if table in RUN_TABLES:
             cols = []
-        same_digest = digest(a, table, cols) == digest(b, table, cols)
+        where = TIMED_ROWS.get(table, "")
+        same_digest = digest(a, table, cols, where) == digest(b, table, cols, where)
         if count_a == count_b and same_digest:
             report["same"].append(table)
             continue
-        columns = [c for c in cols if column_digest(a, table, c) != column_digest(b, table, c)]
+        columns = [c for c in cols if column_digest(a, table, c, where) != column_digest(b, table, c, where)]
         report["differ"][table] = {"rows": [count_a, count_b], "columns": columns}
     report["new"] = sorted(ours - set(tables(a)))
     return report

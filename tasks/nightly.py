@@ -1,11 +1,9 @@
 """Prefect tasks of the nightly run: thin wrappers over `faultline.nightly`, named for the UI.
 
-The analysis tasks run one incident with one method (`astra: <incident>`, `sade: <incident>`, then
-`verdict: <incident>` from what those two stored) through `Night.run_unit`, on a frozen copy of the warehouse
-(`frozen`, a path every worker can read), and return a `UnitResult` (the rows to store) that the flow persists
-with the ``done`` ledger row: a task may run in another process or on another machine and never writes the
-warehouse. Retries are set per kind of work by the flow (`with_options`): ASTRA's LLM calls, SADE's probes,
-the warehouse steps.
+The analysis tasks run one incident with one method (`astra: <incident>`, `sade: <incident>`, then `verdict:
+<incident>`) through `faultline.nightly.units.run_unit` on a copy of the warehouse (a path every worker can read)
+and return the rows for the flow to store: a task may run in another process or machine and never writes the
+warehouse. The flow sets retries per kind of work (`with_options`).
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from faultline.config import Settings
 from faultline.db import shared_warehouse
 from faultline.nightly.backlog import BacklogItem, NetworkBackend
-from faultline.nightly.night import Night
+from faultline.nightly.units import run_unit
 from faultline.nightly.workspace import UnitResult
 
 
@@ -36,33 +34,26 @@ def select_backlog_task(settings: Settings, analyst: str, network_backend: Netwo
 
 @task(name="astra", cache_policy=NO_CACHE, task_run_name="astra: {item.incident_id}")
 def astra_task(item: BacklogItem, settings: Settings, analyst: str, max_rounds: int, run_id: str,
-               frozen: str) -> UnitResult:
+               warehouse_copy: str) -> UnitResult:
     """ASTRA's report for one incident (scored when the truth is known): its rows, for the flow to store."""
-    from faultline.nightly.work import run_astra
-
-    return Night(settings, run_id).run_unit(item, "astra", run_astra, Path(frozen), analyst=analyst,
-                                            max_rounds=max_rounds)
+    return run_unit(settings, run_id, item, "astra", Path(warehouse_copy), analyst=analyst, max_rounds=max_rounds)
 
 
 @task(name="sade", cache_policy=NO_CACHE, task_run_name="sade: {item.incident_id}")
 def sade_task(item: BacklogItem, settings: Settings, network_backend: NetworkBackend, llm_model: str | None,
-              run_id: str, frozen: str) -> UnitResult:
+              run_id: str, warehouse_copy: str) -> UnitResult:
     """SADE's diagnosis for one incident (scored when the truth is known): its rows, for the flow to store."""
-    from faultline.nightly.work import run_sade
-
-    return Night(settings, run_id).run_unit(item, "sade", run_sade, Path(frozen), network_backend=network_backend,
-                                            llm_model=llm_model)
+    return run_unit(settings, run_id, item, "sade", Path(warehouse_copy), network_backend=network_backend,
+                    llm_model=llm_model)
 
 
 @task(name="verdict", cache_policy=NO_CACHE, task_run_name="verdict: {item.incident_id}")
 def verdict_task(item: BacklogItem, settings: Settings, analyst: str, network_backend: NetworkBackend,
-                 run_id: str, frozen: str) -> UnitResult:
+                 run_id: str, warehouse_copy: str) -> UnitResult:
     """One verdict from the incident's stored analyses, refined on its network (scored when the truth is known):
     its rows, for the flow to store."""
-    from faultline.nightly.work import run_verdict
-
-    return Night(settings, run_id).run_unit(item, "verdict", run_verdict, Path(frozen), analyst=analyst,
-                                            network_backend=network_backend)
+    return run_unit(settings, run_id, item, "verdict", Path(warehouse_copy), analyst=analyst,
+                    network_backend=network_backend)
 
 
 @task(name="refresh-marts", cache_policy=NO_CACHE)

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.labfixtures import lab_dir, lab_fixture, lab_namespaces, settings_for, wait_until_no_lab
+from tests.labfixtures import (
+    lab_dir,
+    lab_fixture,
+    lab_namespaces,
+    settings_for,
+    wait_until_no_lab,
+)
 
 
 @lab_fixture
@@ -43,7 +49,7 @@ def test_snapshots_recorded_over_ssh_replay_exactly(recorded):
 
 @pytest.mark.lab
 def test_sade_finds_the_fault_in_a_snapshot_recorded_over_ssh(recorded):
-    from faultline.sade.backend import snapshot_backend
+    from faultline.network.snapshot_backend import snapshot_backend
     from faultline.sade.engine import diagnose
 
     folder, _ = recorded

@@ -17,9 +17,9 @@ import pytest
 from faultline import db
 from faultline.damage import DamagedState
 from faultline.errors import FaultlineError
+from faultline.network.snapshot_backend import snapshot_backend
 from faultline.retrieval.index import sync_index
 from faultline.retrieval.search import search
-from faultline.sade.backend import snapshot_backend
 
 BACKLOG = Path(__file__).resolve().parents[1] / "data" / "sample" / "backlog"
 # 003 and 006 record the same network (simple_bgp, size s); 002 another one (dc_clos_service)

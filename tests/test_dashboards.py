@@ -41,18 +41,12 @@ def _link(source: Path, target: Path) -> None:
 
 
 def _fuse_verdicts(conn, settings, ids: list[str]) -> None:
-    """Fuse, store and score the verdict of each incident, as `faultline eval verdict` does."""
-    from faultline.truth.store import load_truth
-    from faultline.verdict.evaluate import save_scores, score_verdict
-    from faultline.verdict.refine import verdict_for
-    from faultline.verdict.sources import load_inputs
-    from faultline.verdict.store import save_verdict
+    """Fuse, store and score the verdict of each incident from the stored analyses (its network not asked again)."""
+    from faultline.outcome import IncidentRef
+    from faultline.verdict.unit import run_verdict
 
     for incident_id in ids:
-        verdict, seconds = verdict_for(conn, settings, incident_id)
-        save_verdict(conn, verdict, elapsed_s=seconds)
-        truth = load_truth(conn, incident_id)
-        save_scores(conn, [score_verdict(verdict, load_inputs(conn, incident_id), truth)], run_id=None)
+        run_verdict(settings, conn, IncidentRef(incident_id=incident_id, ticket_id=incident_id), network_backend=None)
 
 
 def _make_disagree(conn, incident_id: str) -> None:
@@ -82,8 +76,8 @@ def built(tmp_path_factory):
     from faultline.astra.batch import evaluate_incidents, load_corpus
     from faultline.config import Settings
     from faultline.marts import refresh_marts
-    from faultline.sade.evaluate import evaluate_folder
-    from faultline.sade.store import save_diagnosis, save_scores
+    from faultline.outcome import incident_ref
+    from faultline.sade.unit import run_sade
 
     work = tmp_path_factory.mktemp("dash")
     for part, names in (("backlog", BACKLOG), ("history", HISTORY)):
@@ -103,9 +97,7 @@ def built(tmp_path_factory):
     assert list(batch.failures) == ["ghost-1"]
     for method in ("sade", "flat"):
         for name in BACKLOG:
-            done = evaluate_folder(SAMPLE / "backlog" / name, method=method)
-            save_diagnosis(conn, done.diagnosis, run_id=None)
-            save_scores(conn, [done.score], run_id=None)
+            run_sade(settings, incident_ref(conn, name), conn=conn, method=method, on_error="score")
     _fuse_verdicts(conn, settings, BACKLOG)
     _make_disagree(conn, DISAGREES)
     marts = refresh_marts(conn, settings)

@@ -25,10 +25,7 @@ def bare_warehouse(settings, conn):
     from tests.astra_cases import INCIDENT_DIR
 
     ingest_incidents(conn, settings, [INCIDENT_DIR])
-    yield conn
-    from faultline.astra.docs_client import close_shared
-
-    close_shared(None)  # the stdio docs server this test's analysis started
+    return conn
 
 
 def test_analysis_without_docs_or_ticket_index_is_degraded_not_failed(settings, bare_warehouse) -> None:
@@ -67,12 +64,7 @@ def _corpus(tmp_path, *names: str):
 
 def test_eval_astra_without_docs_exits_0_and_names_the_missing_source(run_cli, tmp_path, capsys) -> None:
     corpus = _corpus(tmp_path, "sample-backlog-003")
-    try:
-        run_cli("eval", "astra", "--corpus", str(corpus), "--rounds", "1", "--json")
-    finally:
-        from faultline.astra.docs_client import close_shared
-
-        close_shared(None)
+    run_cli("eval", "astra", "--corpus", str(corpus), "--rounds", "1", "--json")
     batch = json.loads(capsys.readouterr().out)
     assert batch["failures"] == {} and batch["summary"]["incidents"] == 1
     assert batch["degraded"]["sample-backlog-003"][0].startswith("documentation: ")
@@ -80,13 +72,9 @@ def test_eval_astra_without_docs_exits_0_and_names_the_missing_source(run_cli, t
 
 def test_eval_astra_whose_every_incident_fails_exits_1_with_the_count(run_cli, tmp_path, capsys) -> None:
     corpus = _corpus(tmp_path, "sample-backlog-003", "sample-backlog-005")
-    try:  # a model no provider answers: every analysis fails at its first LLM step
-        run_cli("eval", "astra", "--corpus", str(corpus), "--rounds", "1", "--llm", "faultline-fake/nobody",
-                expect_exit=1)
-    finally:
-        from faultline.astra.docs_client import close_shared
-
-        close_shared(None)
+    # a model no provider answers: every analysis fails at its first LLM step
+    run_cli("eval", "astra", "--corpus", str(corpus), "--rounds", "1", "--llm", "faultline-fake/nobody",
+            expect_exit=1)
     out = capsys.readouterr()
     assert f"all 2 incidents in {corpus} failed" in out.err
     assert "failed sample-backlog-003" in out.out and "0 incidents scored" in out.out

@@ -71,14 +71,14 @@ def test_an_ingest_on_a_full_disk_stops_naming_the_path_and_completes_once_there
 def test_the_nightly_copy_of_the_warehouse_is_refused_without_room_and_leaves_the_warehouse_as_it_was(settings, disk):
     from faultline import db
     from faultline.diskspace import OutOfSpace
-    from faultline.nightly.workspace import freeze
+    from faultline.nightly.workspace import copy_warehouse
 
     conn = db.connect(settings.duckdb_path)
     conn.execute("CREATE TABLE padding AS SELECT range AS n, repeat('x', 100) AS text FROM range(20000)")
     conn.execute("CHECKPOINT")
     _fill(disk, leave=2 * 1024 * 1024)
     with pytest.raises(OutOfSpace, match=r"needs \d+\.\d MB in .*which has \d+\.\d MB free"):
-        freeze(conn, settings, "run-analyse")
+        copy_warehouse(conn, settings, "run-analyse")
     assert not [p.name for p in (disk / ".faultline-work").iterdir()]  # no partial copy left behind
     assert conn.execute("SELECT count(*) FROM padding").fetchone() == (20000,)  # the warehouse still answers
     conn.close()

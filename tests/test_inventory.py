@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from faultline.errors import FaultlineError
-from faultline.inventory.ingest import ingest_inventory
+from faultline.ingest.inventory import ingest_inventory
 from faultline.inventory.load import load_inventory
 from faultline.inventory.store import read_inventory, read_links
 from faultline.lab import builder

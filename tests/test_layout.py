@@ -123,7 +123,7 @@ def _inside(module: str, prefixes: tuple[str, ...]) -> bool:
 def test_the_graph_sees_lazy_imports():
     """The checks below would be hollow if imports inside functions were missed."""
     assert "faultline.lab.faults.base" in import_graph()["faultline.lab.lifecycle"]  # imported inside _remove
-    assert "faultline.network.snapshot" in import_graph()["faultline.sade.backend"]  # inside snapshot_backend
+    assert "faultline.network.snapshot" in import_graph()["faultline.network.snapshot_backend"]  # in snapshot_backend
 
 
 def test_no_import_cycles():
@@ -153,9 +153,16 @@ def test_nikas_vocabulary_imports_nothing_of_the_project():
 
 
 def test_diagnosers_reach_a_running_lab_only_through_lab_access():
+    """By import, or as the network backend the registry opens by name (an entry point in pyproject.toml)."""
     direct = {dep for p in DIAGNOSERS for m in reachable(p) if not _inside(m, ("faultline.lab",))
               for dep in import_graph()[m] if _inside(dep, ("faultline.lab",))}
-    assert direct == {"faultline.lab.access"}
+    assert direct <= {"faultline.lab.access"}
+    import tomllib
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]
+    backends = {name: target.split(":")[0] for name, target in declared["faultline.network_backends"].items()}
+    assert backends["lab"] == "faultline.lab.access"
+    assert sorted(m for m in backends.values() if _inside(m, LAB_SIDE)) == []
 
 
 def _decorator_name(node: ast.expr) -> str:
@@ -176,8 +183,10 @@ def test_importing_a_diagnosis_loads_no_injector():
     """The same rule at run time: SADE, ASTRA and the marts import without a fault injector or the corpus."""
     script = (
         "import sys\n"
-        "import faultline.sade.engine, faultline.sade.backend, faultline.astra.engine, faultline.marts\n"
-        "import faultline.nightly.work\n"
+        "import faultline.sade.engine, faultline.network.backend, faultline.astra.engine, faultline.marts\n"
+        "import faultline.nightly.units, faultline.astra.unit, faultline.sade.unit, faultline.verdict.unit\n"
+        "from faultline.network.backends import _opener\n"
+        "assert all(_opener(name) for name in ('lab', 'snapshot', 'ssh', 'mcp'))  # every backend's module loaded\n"
         "print(sorted(m for m in sys.modules if m.startswith(('faultline.lab.faults', 'faultline.corpus'))))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO)

@@ -50,8 +50,9 @@ def built(tmp_path_factory):
     from faultline import db
     from faultline.astra.batch import evaluate_incidents, load_corpus
     from faultline.config import Settings
-    from faultline.sade.evaluate import evaluate_folder
-    from faultline.sade.store import save_diagnosis, save_scores
+    from faultline.outcome import IncidentRef, incident_ref
+    from faultline.sade.unit import run_sade
+    from faultline.verdict.unit import run_verdict
 
     work = tmp_path_factory.mktemp("marts")
     settings = Settings(duckdb_path=work / "fl.duckdb", lancedb_dir=work / "lancedb", progress=False)
@@ -66,22 +67,10 @@ def built(tmp_path_factory):
     sade_scores = []
     for method in ("sade", "flat"):
         for name in BACKLOG:
-            done = evaluate_folder(SAMPLE / "backlog" / name, method=method)
-            save_diagnosis(conn, done.diagnosis, run_id=None)
-            save_scores(conn, [done.score], run_id=None)
+            done = run_sade(settings, incident_ref(conn, name), conn=conn, method=method, on_error="score")
             sade_scores.append(done.score)
-    from faultline.truth.store import load_truth
-    from faultline.verdict.evaluate import save_scores as save_verdict_scores
-    from faultline.verdict.evaluate import score_verdict
-    from faultline.verdict.refine import verdict_for
-    from faultline.verdict.sources import load_inputs
-    from faultline.verdict.store import save_verdict
-
     for name in BACKLOG:  # one verdict per incident, fused from the stored ASTRA and SADE answers
-        verdict, seconds = verdict_for(conn, settings, name)
-        save_verdict(conn, verdict, elapsed_s=seconds)
-        save_verdict_scores(conn, [score_verdict(verdict, load_inputs(conn, name), load_truth(conn, name))],
-                            run_id=None)
+        run_verdict(settings, conn, IncidentRef(incident_id=name, ticket_id=name), network_backend=None)
     results = refresh_marts(conn, settings)
     yield conn, results, batch, sade_scores
     conn.close()

@@ -81,15 +81,14 @@ def test_missing_index_is_a_tool_error_not_a_crash(settings):
 def test_a_runs_shared_server_answers_over_http_and_is_gone_after_the_run(docs_index):
     import socket
 
-    from faultline.astra.docs_client import shared_docs_client
     from faultline.nightly.docs_service import shared_docs_server
-
+    from faultline.nightly.lent import docs_session
     from tests.test_mcp_http_auth import post
 
     with shared_docs_server(docs_index) as shared:
         url = shared.docs_mcp_url
         port = int(url.rsplit(":", 1)[1].split("/")[0])
-        hits = shared_docs_client(shared).search("BGP Hold Timer Expired notifications", 3)
+        hits = docs_session(shared).search("BGP Hold Timer Expired notifications", 3)
         token = shared.mcp_token.get_secret_value()
         # a token made for the run: another local user reaching the port gets nothing
         assert len(token) >= 32 and post(port, None) == 401 and post(port, "Bearer guess") == 401
@@ -103,7 +102,7 @@ def test_the_nightlys_units_and_their_docs_server_embed_with_one_torch_thread(do
     import psutil
 
     from faultline.nightly.docs_service import shared_docs_server
-    from flows.nightly import unit_settings
+    from faultline.nightly.units import unit_settings
 
     units = unit_settings(docs_index)
     assert docs_index.embedding_threads == 0 and units.embedding_threads == 1

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from faultline.errors import FaultlineError
-from faultline.sade.mcp_backend import close_backend, mcp_backend
+from faultline.network.mcp_backend import mcp_backend
 
 REPO = Path(__file__).resolve().parents[1]
 SNAPSHOT = REPO / "data/sample/backlog/sample-backlog-001/snapshot.json.gz"
@@ -110,7 +110,7 @@ def test_requests_without_the_token_are_refused_and_the_client_with_it_works(lab
     try:
         assert backend.probe("ip_addr", dev="host_2_1_1_2").record is not None
     finally:
-        close_backend(backend)
+        backend.close()
 
 
 def test_the_diagnose_command_sends_the_token_from_the_setting(lab_server, tmp_path):

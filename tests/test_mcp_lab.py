@@ -15,9 +15,9 @@ import pytest
 
 from faultline.mcp.exec_map import command_to_probe
 from faultline.network import snapshot as snap
+from faultline.network.mcp_backend import McpConnection, mcp_backend
 from faultline.network.probes import run_probe
 from faultline.network.validate import ProbeError
-from faultline.sade.mcp_backend import McpConnection, close_backend, mcp_backend
 
 REPO = Path(__file__).resolve().parents[1]
 INCIDENT = REPO / "data/sample/backlog/sample-backlog-001"  # arp_acl_block on host_2_1_1_2 (ospf_enterprise_dhcp)
@@ -161,7 +161,7 @@ def test_mcp_backend_probes_equal_direct_replay(direct, router, db_path):
             assert via_mcp.raw == replayed.raw, name
         assert backend.probe_calls == len(cases)
     finally:
-        close_backend(backend)
+        backend.close()
 
 
 def _free_port() -> int:
@@ -186,7 +186,7 @@ def test_mcp_backend_over_http(direct, db_path):
         try:
             assert backend.probe("ip_addr", dev=FAULTY).record == run_probe(direct, "ip_addr", dev=FAULTY).record
         finally:
-            close_backend(backend)
+            backend.close()
     finally:
         proc.terminate()
         proc.wait(10)
@@ -224,7 +224,7 @@ def test_mcp_backend_on_a_plain_nika_server(direct):
     from mcp.server.mcpserver import MCPServer
 
     from faultline.mcp.lab_server import open_session
-    from faultline.sade.backend import Backend
+    from faultline.network.backend import Backend
 
     session = open_session(Backend(kind="snapshot", ctx=direct), incident_id="x", out_file=Path("/dev/null"),
                            settings=None)
@@ -247,4 +247,4 @@ def test_mcp_backend_on_a_plain_nika_server(direct):
         assert backend.probe("ip_addr", dev=FAULTY).record == run_probe(direct, "ip_addr", dev=FAULTY).record
         assert backend.probe("nft_ruleset", dev=FAULTY).record == run_probe(direct, "nft_ruleset", dev=FAULTY).record
     finally:
-        close_backend(backend)
+        backend.close()

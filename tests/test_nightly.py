@@ -91,7 +91,7 @@ def test_every_backlog_incident_is_analysed_both_ways_and_evaluated(night):
     assert by_method["astra"]["label"] == "web_dos_attack" and by_method["sade"]["label"] == "web_dos_attack"
     # and one verdict per incident, fused after both; the incident SADE could not probe gets one from ASTRA's side
     assert {(i, "verdict") for i in BACKLOG} <= set(done)
-    assert by_method["verdict"]["label"] == "web_dos_attack" and by_method["verdict"]["accuracy"] >= 4
+    assert by_method["verdict"]["label"] == "web_dos_attack" and by_method["verdict"]["rubric_accuracy"] >= 4
     (rule, without), = _rows(settings, "SELECT rule, without_network FROM verdicts "
                                        "WHERE incident_id = 'sample-backlog-009'")
     assert not rule.startswith("network") and "diagnosis" in without
@@ -316,42 +316,49 @@ def _copy_night(settings, target):
     return settings.model_copy(update={"duckdb_path": target / "fl.duckdb", "lancedb_dir": target / "lancedb"})
 
 
-def test_a_unit_run_on_the_frozen_warehouse_stores_what_it_would_store_running_on_the_warehouse(night, tmp_path):
-    """Each method run the old way (writing through a warehouse cursor) and the nightly's way (reading a frozen
-    copy, its rows persisted by the flow) leaves the same rows behind, deletes of earlier rows included."""
+def test_a_unit_run_on_a_warehouse_copy_stores_what_it_would_store_running_on_the_warehouse(night, tmp_path):
+    """Each method's unit run on the warehouse itself and the nightly's way (reading a copy of the warehouse, its
+    rows replayed by the flow) leaves the same rows behind, deletes of earlier rows included."""
     from contextlib import closing
 
     from faultline import db
+    from faultline.astra.unit import run_astra
     from faultline.nightly.backlog import select_backlog
-    from faultline.nightly.night import Night
-    from faultline.nightly.work import run_astra, run_sade, run_verdict
-    from faultline.nightly.workspace import freeze, persist, thaw
+    from faultline.nightly.run import NightlyRun
+    from faultline.nightly.units import run_unit
+    from faultline.nightly.workspace import (
+        copy_warehouse,
+        remove_warehouse_copy,
+        replay,
+    )
+    from faultline.sade.unit import run_sade
+    from faultline.verdict.unit import run_verdict
 
     settings, _, _ = night
-    direct, frozen_way = _copy_night(settings, tmp_path / "direct"), _copy_night(settings, tmp_path / "frozen")
+    direct, copied = _copy_night(settings, tmp_path / "direct"), _copy_night(settings, tmp_path / "copied")
     incident = "sample-backlog-042"
-    units = (("astra", run_astra, {"max_rounds": 1}), ("sade", run_sade, {}), ("verdict", run_verdict, {}))
     conn = db.connect(direct.duckdb_path)
     try:
         conn.execute("DELETE FROM analysis_ledger WHERE incident_id = ?", [incident])  # so it has work to do
         item, = select_backlog(conn, analyst="deterministic", network_backend="snapshot", incidents=[incident])
-        for _, unit, options in units:
-            unit(direct, conn, item, run_id="r-direct", **options)
+        run_astra(direct, conn, item, max_rounds=1, run_id="r-direct")
+        run_sade(direct, item, conn=conn, run_id="r-direct")
+        run_verdict(direct, conn, item, run_id="r-direct")
     finally:
         conn.close()
-    night_handle = Night(frozen_way, "r-frozen")
+    run = NightlyRun(copied, "r-copied")
     try:
-        for method, unit, options in units:
-            with closing(night_handle.cursor()) as cursor:
-                snapshot = freeze(cursor, frozen_way, f"check-{method}")
-            result = night_handle.run_unit(item, method, unit, snapshot, **options)
-            thaw(snapshot)
+        for method, options in (("astra", {"max_rounds": 1}), ("sade", {}), ("verdict", {})):
+            with closing(run.cursor()) as cursor:
+                copy = copy_warehouse(cursor, copied, f"check-{method}")
+            result = run_unit(copied, run.run_id, item, method, copy, **options)
+            remove_warehouse_copy(copy)
             assert result.rows and result.deletes, method  # the night's rows of this incident are replaced
-            with closing(night_handle.cursor()) as cursor:
-                persist(cursor, result)
+            with closing(run.cursor()) as cursor:
+                replay(cursor, result)
     finally:
-        db.release_shared_warehouse(frozen_way)
-    assert _unit_rows(frozen_way.duckdb_path, [incident]) == _unit_rows(direct.duckdb_path, [incident])
+        db.release_shared_warehouse(copied)
+    assert _unit_rows(copied.duckdb_path, [incident]) == _unit_rows(direct.duckdb_path, [incident])
 
 
 def test_a_nightly_run_on_a_dask_scheduler_and_two_worker_processes_equals_the_threads_run(night, tmp_path):

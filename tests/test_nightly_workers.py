@@ -32,7 +32,7 @@ def client_use_task(n: int) -> tuple[int, int]:
 
 @flow(name="faultline-worker-client-test")
 def client_use_flow(settings: Settings) -> list[tuple[int, int]]:
-    from flows.nightly import make_task_runner
+    from flows.task_runners import make_task_runner
 
     with make_task_runner(settings) as runner:
         futures = [runner.submit(client_use_task, {"n": n}) for n in range(UNITS)]
@@ -83,7 +83,7 @@ def carry_task(n: int, payload: str) -> int:
 def message_log_flow(settings: Settings) -> dict[str, list[tuple[int, int | None, int]]]:
     """Units through `make_task_runner`'s local cluster, then what each Dask connection it opened kept:
     (messages sent, log limit, messages kept) per connection."""
-    from flows.nightly import make_task_runner
+    from flows.task_runners import make_task_runner
 
     def kept(stream) -> tuple[int, int | None, int]:
         return stream.message_count, stream.recent_message_log.maxlen, len(stream.recent_message_log)

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from faultline.errors import FaultlineError
-from faultline.nightly.work import Outcome
+from faultline.outcome import Outcome
 
 EVAL = ("INSERT INTO evaluations (incident_id, method, metric, value, run_id, created_at) "
         "VALUES (?, 'sade', ?, ?, 'r0', now())")
@@ -24,17 +24,17 @@ def _outcome(incident: str = "inc-1") -> Outcome:
 @pytest.fixture
 def frozen(settings, conn):
     """The warehouse with two incidents' scores, frozen; its path."""
-    from faultline.nightly.workspace import freeze, thaw
+    from faultline.nightly.workspace import copy_warehouse, remove_warehouse_copy
 
     conn.executemany(EVAL, [["inc-1", "rca_f1", 0.5], ["inc-2", "rca_f1", 1.0]])
-    path = freeze(conn, settings, "test")
+    path = copy_warehouse(conn, settings, "test")
     yield path
-    thaw(path)
+    remove_warehouse_copy(path)
     assert not path.exists()
 
 
 def test_the_replayed_unit_replaces_its_incident_rows_and_leaves_the_others(conn, frozen):
-    from faultline.nightly.workspace import persist, unit_space
+    from faultline.nightly.workspace import replay, unit_space
 
     with unit_space(frozen, "sade") as space:
         space.conn.execute("DELETE FROM evaluations WHERE incident_id = ? AND method = 'sade'", ["inc-1"])
@@ -43,13 +43,13 @@ def test_the_replayed_unit_replaces_its_incident_rows_and_leaves_the_others(conn
         result = space.collect(_outcome())
     assert seen == 0 and result.row_counts() == {"evaluations": 1} and len(result.deletes) == 1
     assert conn.execute("SELECT count(*) FROM evaluations").fetchone()[0] == 2  # nothing written yet
-    persist(conn, result)
+    replay(conn, result)
     assert sorted(conn.execute("SELECT incident_id, value FROM evaluations").fetchall()) == [
         ("inc-1", 0.9), ("inc-2", 1.0)]
 
 
 def test_a_delete_the_unit_rolled_back_is_not_replayed(conn, frozen):
-    from faultline.nightly.workspace import persist, unit_space
+    from faultline.nightly.workspace import replay, unit_space
 
     with unit_space(frozen, "sade") as space:
         cursor = space.conn.cursor()  # a second cursor of the unit shares its tables and its journal
@@ -59,7 +59,7 @@ def test_a_delete_the_unit_rolled_back_is_not_replayed(conn, frozen):
         cursor.execute("DELETE FROM evaluations WHERE incident_id = ?", ["inc-1"])
         result = space.collect(_outcome())
     assert [d.params for d in result.deletes] == [["inc-1"]]
-    persist(conn, result)
+    replay(conn, result)
     assert conn.execute("SELECT incident_id FROM evaluations").fetchall() == [("inc-2",)]
 
 
@@ -98,9 +98,10 @@ def test_a_nights_checkpoints_write_new_results_and_leave_stored_ones_alone(sett
     """The nightly's writer persists results in batches and the warehouse checkpoints between them; each
     checkpoint writes the new rows only. With DuckDB's default, each one also rewrote every stored row of a
     documents table (its row groups merged again), so a night's memory and write time grew with all it had
-    stored (docs/architecture.md)."""
+    stored (docs/benchmarks.md, the nightly's memory)."""
     from faultline.nightly.backlog import BacklogItem
-    from faultline.nightly.night import Night
+    from faultline.nightly.persist import ResultWriter
+    from faultline.nightly.run import NightlyRun
     from faultline.nightly.workspace import UnitResult
 
     def stored_blocks(cursor):
@@ -108,7 +109,7 @@ def test_a_nights_checkpoints_write_new_results_and_leave_stored_ones_alone(sett
                               "WHERE column_name = 'excerpt' AND segment_type <> 'VALIDITY' "
                               "ORDER BY row_group_id").fetchall()
 
-    with Night.begin(settings) as night:
+    with NightlyRun.begin(settings) as run:
         seen = []
         for batch in range(3):
             done = []
@@ -117,8 +118,8 @@ def test_a_nights_checkpoints_write_new_results_and_leave_stored_ones_alone(sett
                 item = BacklogItem(incident_id=incident, ticket_id=incident, title="t", digests={"astra": "d"})
                 outcome = Outcome(incident_id=incident, method="astra", seconds=0.0)
                 done.append((item, UnitResult(outcome=outcome, rows={"log_excerpts": _excerpt_rows(incident)})))
-            assert [error for _, _, error in night.persist(done)] == [None] * 4
-            with night.cursor() as cursor:
+            assert [error for _, _, error in ResultWriter(run, total=4).write(done)] == [None] * 4
+            with run.cursor() as cursor:
                 cursor.execute("CHECKPOINT")
                 seen.append(stored_blocks(cursor))
     first = seen[0]

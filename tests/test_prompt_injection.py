@@ -16,8 +16,9 @@ import pytest
 from faultline.llm import load_prompt
 from faultline.llm.fake import scripted_model
 from faultline.network import allowlist
+from faultline.network import backend as backend_mod
 from faultline.network.probes import probe_names
-from faultline.sade import backend as backend_mod
+from faultline.network.snapshot_backend import snapshot_backend
 from faultline.sade.engine import diagnose
 from faultline.sade.llm_policy import llm_policy_runner
 
@@ -79,7 +80,7 @@ def test_an_llm_policy_that_obeys_an_injection_runs_only_allowed_probes(settings
 
     monkeypatch.setattr(backend_mod, "run_probe", recording_run_probe)
     fast = settings.model_copy(update={"llm_backoff_s": 0.0, "llm_retries": 2, "sade_max_turns": 12})
-    backend = backend_mod.snapshot_backend(ARP_ON_ROUTER2 / "snapshot.json.gz")
+    backend = snapshot_backend(ARP_ON_ROUTER2 / "snapshot.json.gz")
     devices = {d.name for d in backend.devices()}
     with scripted_model("obedient", list(OBEYS_THE_INJECTION)) as fake:
         policy, name = llm_policy_runner(fast, model=fake.model, incident_id=ARP_ON_ROUTER2.name)

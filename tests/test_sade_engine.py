@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from faultline.sade.backend import snapshot_backend
+from faultline.network.snapshot_backend import snapshot_backend
 from faultline.sade.engine import diagnose
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"

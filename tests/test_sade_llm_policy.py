@@ -9,7 +9,7 @@ import pytest
 
 from faultline.llm import load_prompt
 from faultline.llm.fake import scripted_model
-from faultline.sade.backend import snapshot_backend
+from faultline.network.snapshot_backend import snapshot_backend
 from faultline.sade.engine import diagnose
 from faultline.sade.llm_policy import llm_policy_runner
 

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from faultline.network import snapshot as snap
-from faultline.sade.backend import snapshot_backend
+from faultline.network.snapshot_backend import snapshot_backend
 from faultline.sade.engine import diagnose
 
 REPO = Path(__file__).resolve().parents[1]

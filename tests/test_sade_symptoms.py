@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from faultline.network import snapshot as snap
-from faultline.sade.backend import snapshot_backend
+from faultline.network.snapshot_backend import snapshot_backend
 from faultline.sade.engine import diagnose
 
 REPO = Path(__file__).resolve().parents[1]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from faultline.sade.backend import snapshot_backend
+from faultline.network.snapshot_backend import snapshot_backend
 from faultline.sade.engine import diagnose
 from faultline.sade.evaluate import ticket_text
 from faultline.sade.session import Session

@@ -109,7 +109,7 @@ def box(tmp_path):
 
 
 def _backend(settings, box, **changes):
-    from faultline.sade.backend import ssh_backend
+    from faultline.network.ssh_backend import ssh_backend
 
     return ssh_backend(settings.model_copy(update=changes), box.inventory)
 
@@ -305,7 +305,7 @@ def test_the_mcp_lab_server_serves_an_ssh_reached_network(settings, box):
     """`faultline mcp lab --inventory`: NIKA's tools answer from the devices over SSH (a stdio MCP session)."""
     import json
 
-    from faultline.sade.mcp_backend import McpConnection
+    from faultline.network.mcp_backend import McpConnection
 
     argv = [sys.executable, "-m", "faultline.cli.main", "--db", str(settings.duckdb_path), "mcp", "lab",
             "--inventory", str(box.inventory), "--submission-out", str(box.root / "submission.json")]
@@ -326,25 +326,28 @@ def test_the_mcp_lab_server_serves_an_ssh_reached_network(settings, box):
 
 
 def test_the_nightly_shares_one_connection_pool_across_incidents(settings, box):
-    """`nightly --network ssh`: each incident gets its own backend (its own probe count), all over one pool."""
+    """`nightly --network ssh`: each incident gets its own backend (its own probe count), all over one pool that
+    the night, not the unit, closes; without an inventory the night lends none and the unit says what is missing."""
+    from faultline.nightly import lent
     from faultline.nightly.backlog import BacklogItem
-    from faultline.nightly.work import open_backend
+    from faultline.sade.unit import run_sade
 
     item = BacklogItem(incident_id="i1", ticket_id="t1", title="slow", digests={})
+    assert lent.network(settings, "ssh") is None
     with pytest.raises(FaultlineError, match="needs an inventory") as info:
-        open_backend(settings, item, "ssh")
+        run_sade(settings, item, network_backend="ssh", ticket="")
     assert "--inventory" in info.value.fix
     tuned = settings.model_copy(update={"ssh_inventory": box.inventory})
-    first, second = open_backend(tuned, item, "ssh"), open_backend(tuned, item, "ssh")
+    first, second = lent.network(tuned, "ssh"), lent.network(tuned, "ssh")
     try:
         first.probe("ip_route", dev="box")
+        first.close()  # a unit's backend: the pool stays open for the next one
         second.probe("ip_route", dev="box")
         assert first.ctx.runner is second.ctx.runner and (first.probe_calls, second.probe_calls) == (1, 1)
         assert first.ctx.runner.stats.connections_opened == 1
     finally:
-        first.ctx.runner.close()
-
-
+        lent.close_pools()
+    assert first.ctx.runner._closed and not first.ctx.runner._thread.is_alive()  # the night's close ends the pool
 def test_every_lab_role_survives_the_inventory(tmp_path):
     """An inventory `lab inventory` writes gives the SSH backend the lab's own devices: names, roles, addresses."""
     from faultline.lab.inventory import write_lab_inventory

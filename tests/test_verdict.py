@@ -73,8 +73,10 @@ def warehouse(tmp_path_factory):
     """Two sample incidents analysed by ASTRA and SADE, plus an imported ticket with no network, and their verdicts."""
     from faultline import db
     from faultline.astra.batch import evaluate_incidents, load_corpus
+    from faultline.astra.unit import run_astra
     from faultline.config import Settings
-    from faultline.verdict.batch import _diagnose
+    from faultline.outcome import incident_ref
+    from faultline.sade.unit import run_sade
 
     base = tmp_path_factory.mktemp("verdict")
     corpus = base / "corpus"
@@ -94,25 +96,21 @@ def warehouse(tmp_path_factory):
                  "'Users on host_2_1_1_2 cannot reach anything', 'Since 00:01 nothing answers.', 'Open', 'h1', "
                  "'x.jsonl', 1, now(), now(), now())")
     evaluate_incidents(conn, settings, sorted(ids), max_rounds=1)
-    from faultline.astra.engine import analyse
-    from faultline.astra.incident import load_incident
-    from faultline.astra.store import save_result
-
-    save_result(conn, analyse(load_incident(conn, "OPS-1"), settings=settings, conn=conn, max_rounds=1))
+    run_astra(settings, conn, "OPS-1", max_rounds=1)
     for incident_id in ids:
-        assert _diagnose(conn, settings, incident_id, run_id="test")[0] is None
+        run_sade(settings, incident_ref(conn, incident_id), conn=conn, run_id="test")
     yield conn, settings
     conn.close()
 
 
 def _verdict(warehouse, incident_id):
-    from faultline.verdict.refine import verdict_for
-    from faultline.verdict.store import save_verdict
+    """The incident's verdict fused from the stored analyses (without asking its network again), stored."""
+    from faultline.outcome import IncidentRef
+    from faultline.verdict.unit import run_verdict
 
     conn, settings = warehouse
-    verdict, seconds = verdict_for(conn, settings, incident_id)
-    save_verdict(conn, verdict, elapsed_s=seconds)
-    return verdict
+    return run_verdict(settings, conn, IncidentRef(incident_id=incident_id, ticket_id=incident_id),
+                       network_backend=None).verdict
 
 
 def test_a_verdict_names_the_fault_and_cites_the_probe_output_it_rests_on(warehouse):

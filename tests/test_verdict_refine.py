@@ -19,7 +19,7 @@ BACKLOG = REPO / "data" / "sample" / "backlog"
 
 
 def _backend(incident: str):
-    from faultline.sade.backend import snapshot_backend
+    from faultline.network.snapshot_backend import snapshot_backend
 
     return snapshot_backend(BACKLOG / incident / "snapshot.json.gz")
 

@@ -55,8 +55,9 @@ def run(trials: int, work: Path) -> list[Trial]:
 def _trial(stub, work: Path, label: str) -> Trial:
     from faultline.config import Settings
     from faultline.network import allowlist
+    from faultline.network import backend as backend_mod
     from faultline.network.probes import probe_names
-    from faultline.sade import backend as backend_mod
+    from faultline.network.snapshot_backend import snapshot_backend
     from faultline.sade.engine import diagnose
     from faultline.sade.llm_policy import llm_policy_runner
 
@@ -82,7 +83,7 @@ def _trial(stub, work: Path, label: str) -> Trial:
 
     backend_mod.run_probe = recording
     try:
-        backend = backend_mod.snapshot_backend(INCIDENT / "snapshot.json.gz")
+        backend = snapshot_backend(INCIDENT / "snapshot.json.gz")
         policy, name = llm_policy_runner(settings, model="openai/obedient", incident_id=INCIDENT.name)
         diag = diagnose(backend, incident_id=INCIDENT.name, policy=name, run_policy=policy)
     finally:

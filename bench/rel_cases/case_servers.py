@@ -94,7 +94,7 @@ def _tool_calls(port: int, token: str, calls: list[tuple[str, dict]]) -> list[tu
     """(is_error, text) of each call, through the SDK client with the token (Faultline's own client path)."""
     from mcp import Client
 
-    from faultline.mcp.http_auth import client_target
+    from faultline.mcp_client import client_target
 
     async def main() -> list[tuple[bool, str]]:
         async with Client(client_target(f"http://127.0.0.1:{port}/mcp", token)) as client:

@@ -1,25 +1,19 @@
-"""Evaluating ASTRA over a corpus: load it, analyse every open incident with known truth, score, store.
+"""`eval astra` over a corpus: load it (`load_corpus`), then ASTRA's unit on every open incident with ground truth.
 
-A corpus root laid out like `data/sample/` (``history/`` resolved incidents, ``backlog/`` open ones,
-optionally ``docs/``) is loaded whole; the incidents evaluated are the open ones (``historical`` false
-in their ``incident.json``) that have ground truth. A folder of incidents without that layout is
-loaded and every incident in it evaluated. Ingestion is idempotent (unchanged files are skipped), so
-pointing at an already loaded corpus only re-syncs the search indexes.
-
-One incident whose analysis fails is a `run_failures` row and the batch goes on. A source an incident's
-analysis had to do without (no docs index, no ticket history, no log lines) does not fail it: the report
-lists it (`Report.missing`) and the batch keeps it in `degraded`.
+One incident whose analysis fails is a `run_failures` row and the batch goes on; a source an analysis had to do
+without (no docs index, no ticket history, no log lines) is listed by its report and kept in `degraded`.
 """
 
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from faultline.astra.evaluate import AstraScore, summarise
-from faultline.astra.records import AstraResult, Incident
+from faultline.astra.records import AstraResult
 from faultline.errors import FaultlineError
 from faultline.truth.records import Truth
 
@@ -60,7 +54,11 @@ class EvalBatch:
 
 def load_corpus(conn: duckdb.DuckDBPyConnection, settings: Settings, corpus: Path, *,
                 extra: list[Path] | None = None) -> list[str]:
-    """Ingest the corpus (and `extra` incident or doc folders), sync both indexes; return the ids to evaluate."""
+    """Ingest the corpus (and `extra` incident or doc folders), sync both indexes; return the ids to evaluate.
+
+    A corpus root laid out like `data/sample/` (``history/``, ``backlog/``, optionally ``docs/``) gives its open
+    backlog incidents; a folder of incidents without that layout gives every incident in it. Unchanged files are
+    skipped, so an already loaded corpus only re-syncs the indexes."""
     from faultline.ingest.api import ingest_paths
     from faultline.ingest.incidents import incident_folders, ingest_incidents
     from faultline.retrieval.embed import Embedder
@@ -89,41 +87,33 @@ def load_corpus(conn: duckdb.DuckDBPyConnection, settings: Settings, corpus: Pat
 
 def evaluate_incidents(conn: duckdb.DuckDBPyConnection, settings: Settings, incident_ids: list[str], *,
                        analyst: str = "deterministic", max_rounds: int = 5, progress: bool = False,
-                       save: bool = True, agents: Any = None) -> EvalBatch:
-    """Analyse and score each incident with ground truth; rows in the ASTRA tables and `evaluations`.
-
-    `agents` (an `engine.Agents`) replaces the project's agents, as in `analyse`."""
-    from faultline.astra.engine import analyse
-    from faultline.astra.eval_store import save_scores
-    from faultline.astra.evaluate import score_result
-    from faultline.astra.incident import load_incident
-    from faultline.astra.store import save_result
+                       agents: Any = None) -> EvalBatch:
+    """Run ASTRA's unit on each incident with ground truth, one docs session for the batch; rows in the ASTRA tables
+    and `evaluations`. `agents` (an `engine.Agents`) replaces the project's agents, as in `analyse`."""
+    from faultline.astra.unit import docs_session, run_astra
     from faultline.progress import track
     from faultline.runs import finish_run, record_failure, start_run
     from faultline.truth.store import load_truth
 
     batch = EvalBatch(run_id=start_run(conn, "eval_astra", settings=settings))
-    for incident_id in track(incident_ids, description="ASTRA evaluation", enabled=progress):
-        truth = load_truth(conn, incident_id)
-        if truth is None:
-            batch.skipped.append(incident_id)
-            continue
-        try:
-            incident: Incident = load_incident(conn, incident_id)
-            result = analyse(incident, settings=settings, conn=conn, analyst=analyst, max_rounds=max_rounds,
-                             run_id=batch.run_id, agents=agents)
-            if save:
-                save_result(conn, result, run_id=batch.run_id)
-            batch.scores.append(score_result(result, incident, truth))
-            batch.truths[incident_id] = truth
-            batch.results[incident_id] = result
-            if result.rounds and result.rounds[-1].report.missing:
-                batch.degraded[incident_id] = list(result.rounds[-1].report.missing)
-        except Exception as exc:  # noqa: BLE001 - one failed incident is a row, the batch goes on
-            record_failure(conn, run_id=batch.run_id, stage="astra_eval", subject=incident_id, exc=exc)
-            batch.failures[incident_id] = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
-    if save and batch.scores:
-        save_scores(conn, batch.scores, batch.truths, run_id=batch.run_id)
+    with docs_session(settings) if agents is None else nullcontext() as docs:
+        for incident_id in track(incident_ids, description="ASTRA evaluation", enabled=progress):
+            if load_truth(conn, incident_id) is None:
+                batch.skipped.append(incident_id)
+                continue
+            try:
+                done = run_astra(settings, conn, incident_id, analyst=analyst, max_rounds=max_rounds,
+                                 run_id=batch.run_id, docs=docs, agents=agents)
+            except Exception as exc:  # noqa: BLE001 - one failed incident is a row, the batch goes on
+                record_failure(conn, run_id=batch.run_id, stage="astra_eval", subject=incident_id, exc=exc)
+                batch.failures[incident_id] = exc.message if isinstance(exc, FaultlineError) \
+                    else f"{type(exc).__name__}: {exc}"
+                continue
+            batch.scores.append(done.score)
+            batch.truths[incident_id] = done.truth
+            batch.results[incident_id] = done.result
+            if done.result.rounds[-1].report.missing:
+                batch.degraded[incident_id] = list(done.result.rounds[-1].report.missing)
     summary = summarise(batch.scores)
     status = "completed" if not batch.failures else "completed_with_failures" if batch.scores else "failed"
     finish_run(conn, batch.run_id, status=status,

@@ -1,9 +1,8 @@
 """A synchronous client of the docs MCP server (`faultline mcp docs`) for the DomainKnowledgeAgent.
 
-One MCP session stays open for the client's lifetime (the server loads the embedding model once),
-driven by an event loop in a background thread, so agents running in worker threads call it like
-a plain object. By default the server is spawned over stdio with this interpreter; with
-``settings.docs_mcp_url`` it connects to a running server over streamable HTTP instead.
+One MCP session stays open for the client's lifetime (the server loads the embedding model once), driven by an
+event loop in a background thread, so agents in worker threads call it like a plain object. By default it spawns
+the server over stdio with this interpreter; with ``settings.docs_mcp_url`` it connects over streamable HTTP.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ def _server_target(settings: Settings) -> Any:
     from mcp import StdioServerParameters
 
     if settings.docs_mcp_url:
-        from faultline.mcp.http_auth import client_target
+        from faultline.mcp_client import client_target
 
         return client_target(settings.docs_mcp_url, settings.mcp_token.get_secret_value())
     args, env = server_command(settings)
@@ -113,30 +112,3 @@ class DocsClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-_SHARED: dict[tuple[str, str], DocsClient] = {}
-_SHARED_LOCK = threading.Lock()
-
-
-def shared_docs_client(settings: Settings) -> DocsClient:
-    """One docs session per process and warehouse: starting the server loads the embedding model (seconds),
-    so every analysis and follow-up of a batch reuses it; closed when the process exits."""
-    import atexit
-
-    key = (str(settings.lancedb_dir), settings.docs_mcp_url)
-    with _SHARED_LOCK:
-        client = _SHARED.get(key)
-        if client is None:
-            client = _SHARED[key] = DocsClient(settings)
-            atexit.register(client.close)
-        return client
-
-
-def close_shared(url: str) -> None:
-    """Close this process's shared sessions with the server at `url` (a server about to stop)."""
-    with _SHARED_LOCK:
-        stale = [key for key in _SHARED if key[1] == url]
-        clients = [_SHARED.pop(key) for key in stale]
-    for client in clients:
-        client.close()

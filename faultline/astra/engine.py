@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from faultline.astra import claims as claims_mod
 from faultline.astra import evidence as evidence_mod
@@ -159,16 +159,18 @@ def append_answer(output: AgentOutput, answer: AgentOutput, query: str) -> Agent
 
 def analyse(incident: Incident, *, settings: Settings, conn: duckdb.DuckDBPyConnection,
             analyst: str = "deterministic", max_rounds: int = MAX_ROUNDS, run_id: str | None = None,
-            agents: Agents | None = None) -> AstraResult:
+            agents: Agents | None = None, docs: Any = None) -> AstraResult:
     """Run ASTRA on one incident and return every output, claim, piece of evidence and round (see module docstring).
 
-    `agents` defaults to the project's agents and schedule (`default_agents`); tests pass their own.
+    `agents` defaults to the project's agents and schedule (`default_agents`), which read the documentation
+    through `docs` (a `DocsClient`; None: the domain agent opens a session per question); tests pass their own.
+    Storing and scoring the result is the unit's job (`faultline.astra.unit.run_astra`).
     """
     if not 1 <= max_rounds <= MAX_ROUNDS:
         raise FaultlineError(f"max_rounds must be 1..{MAX_ROUNDS}, got {max_rounds}", fix="pass --rounds 1 to 5")
     model = parse_analyst(analyst)
     started = time.perf_counter()
-    agents = agents or default_agents(settings, conn, model=model, run_id=run_id)
+    agents = agents or default_agents(settings, conn, model=model, run_id=run_id, docs=docs)
     steps = Analyst(name=analyst, model=model, settings=settings, conn=conn, run_id=run_id)
 
     prefetched, gathered = agents.gather(incident)
@@ -227,20 +229,15 @@ def _answer(incident: Incident, followups: list[FollowupQuery], next_round: int,
 
 
 def default_agents(settings: Settings, conn: duckdb.DuckDBPyConnection, *, model: str | None,
-                   run_id: str | None = None) -> Agents:
+                   run_id: str | None = None, docs: Any = None) -> Agents:
     """The project's agents: `schedule.run_agents` for round 1, `make_agent(name).run` for each follow-up.
 
     The agents are built once per analysis and reused for its follow-ups (the embedder and the docs
     client they hold are loaded once).
     """
     from faultline.astra.agents import AgentDeps, make_agent
-    from faultline.astra.docs_client import shared_docs_client
     from faultline.astra.schedule import run_agents
 
-    try:
-        docs = shared_docs_client(settings)
-    except FaultlineError:
-        docs = None  # no doc index: the domain agent says so in its own output
     deps = AgentDeps(settings=settings, conn=conn, model=model, run_id=run_id, docs_client=docs)
     built: dict[str, object] = {}
 

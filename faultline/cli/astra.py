@@ -16,7 +16,7 @@ def _analyst(llm: Optional[str]) -> str:
 
 
 def _scored(conn: Any, result: Any, incident: Any) -> Any:
-    """The evaluation of the result when the incident's truth is known, else None (never shown to the analysis)."""
+    """A stored analysis's evaluation when the incident's truth is known, else None (never shown to the analysis)."""
     from faultline.astra.evaluate import score_result
     from faultline.truth.store import load_truth
 
@@ -33,10 +33,11 @@ def report_command(
     rerun: bool = typer.Option(False, "--rerun", help="Analyse again even if a stored analysis exists."),
     as_json: bool = typer.Option(False, "--json", help="Print the analysis (and its evaluation) as JSON."),
 ) -> None:
-    """Print the ASTRA report of INCIDENT: stored if already analysed, else analysed now and stored."""
+    """Print the ASTRA report of INCIDENT: stored if already analysed, else analysed now and stored (with its
+    scores when the incident has a ground truth)."""
     from faultline import db
     from faultline.astra.incident import load_incident
-    from faultline.astra.store import load_result, save_result
+    from faultline.astra.store import load_result
 
     settings = ctx.obj
     analyst = _analyst(llm)
@@ -45,12 +46,13 @@ def report_command(
         incident = load_incident(conn, incident_id)
         result = None if rerun else load_result(conn, incident.incident_id, analyst)
         stored = result is not None
-        if result is None:
-            from faultline.astra.engine import analyse
+        if stored:
+            score = _scored(conn, result, incident)
+        else:
+            from faultline.astra.unit import run_astra
 
-            result = analyse(incident, settings=settings, conn=conn, analyst=analyst, max_rounds=rounds)
-            save_result(conn, result)
-        score = _scored(conn, result, incident)
+            done = run_astra(settings, conn, incident.incident_id, analyst=analyst, max_rounds=rounds)
+            result, score = done.result, done.score
     finally:
         conn.close()
     if as_json:

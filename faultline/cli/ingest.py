@@ -135,7 +135,7 @@ def inventory_command(
 ) -> None:
     """A nornir-style SimpleInventory folder: hosts and links replace that inventory's snapshot (docs/inventory.md)."""
     from faultline import db
-    from faultline.inventory.ingest import ingest_inventory
+    from faultline.ingest.inventory import ingest_inventory
 
     with _locked(ctx, "inventory", wait), closing(db.open_warehouse(ctx.obj)) as conn:
         report = ingest_inventory(conn, ctx.obj, path, name=name, force=force).as_dict()

@@ -31,8 +31,7 @@ def lab_command(
     from faultline.errors import FaultlineError
     from faultline.mcp import lab_server
     from faultline.mcp.http_auth import check_bind
-    from faultline.network import snapshot as snap
-    from faultline.sade.backend import Backend, lab_backend, ssh_backend
+    from faultline.network.backends import NetworkTarget, open_backend
 
     token = ctx.obj.mcp_token.get_secret_value()
     if http is not None:
@@ -40,15 +39,16 @@ def lab_command(
     if sum((snapshot is not None, lab, inventory is not None)) > 1:
         raise FaultlineError("--snapshot, --lab and --inventory exclude each other", fix="pick one network to serve")
     if inventory is not None:
-        backend = ssh_backend(ctx.obj, inventory)
+        kind, target = "ssh", NetworkTarget(inventory=inventory)
     elif snapshot is not None:
         if not snapshot.is_file():
             raise FaultlineError(f"{snapshot} does not exist", fix="give an incident's snapshot.json.gz")
-        recorded = snap.load(snapshot)  # no baseline: an agent sees only the incident network
-        backend = Backend(kind="snapshot", ctx=recorded.context(), scenario=recorded.scenario, size=recorded.size)
+        # no baseline: an agent sees only the incident network
+        kind, target = "snapshot", NetworkTarget(snapshot=snapshot, use_baseline=False)
         incident = incident or snapshot.resolve().parent.name
     else:
-        backend = lab_backend(ctx.obj)
+        kind, target = "lab", NetworkTarget()
+    backend = open_backend(kind, ctx.obj, target)
     if incident is None and submission_out is None:
         raise FaultlineError("submissions need an incident id or an output file",
                              fix="pass --incident ID or --submission-out FILE")

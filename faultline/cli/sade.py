@@ -10,23 +10,20 @@ import typer
 from faultline.cli.output import exit_unless_done, print_json, print_table
 
 
-def _backend(ctx: typer.Context, incident: str, backend: str, url: Optional[str], inventory: Optional[Path] = None):
+def _network(ctx: typer.Context, incident: str, backend: str, url: Optional[str],
+             inventory: Optional[Path] = None):
+    """The network backend to open and the incident it diagnoses: a recorded snapshot (an incident folder, a
+    snapshot file, or an ingested incident's), the running lab, devices over SSH, or an MCP server."""
     from faultline.errors import FaultlineError
-    from faultline.sade.backend import lab_backend, snapshot_backend, ssh_backend
+    from faultline.network.backends import NetworkTarget
+    from faultline.outcome import IncidentRef
 
-    if backend == "lab":
-        return lab_backend(ctx.obj), incident
-    if backend == "ssh":
-        if inventory is None:
-            raise FaultlineError("--backend ssh needs --inventory",
-                                 fix="pass the folder holding hosts.yaml (e.g. one `faultline lab inventory` wrote)")
-        return ssh_backend(ctx.obj, inventory), incident
-    if backend == "mcp":
-        from faultline.sade.mcp_backend import mcp_backend
-
-        if not url:
-            raise FaultlineError("--backend mcp needs --url", fix="pass --url http://host:port/mcp or a command")
-        return mcp_backend(url, token=ctx.obj.mcp_token.get_secret_value()), incident
+    if backend == "ssh" and inventory is None:
+        raise FaultlineError("--backend ssh needs --inventory",
+                             fix="pass the folder holding hosts.yaml (e.g. one `faultline lab inventory` wrote)")
+    if backend != "snapshot":
+        return NetworkTarget(incident_id=incident, inventory=inventory, url=url), IncidentRef(
+            incident_id=incident, ticket_id=incident)
     path = Path(incident)
     if path.is_dir():
         path = path / "snapshot.json.gz"
@@ -40,7 +37,8 @@ def _backend(ctx: typer.Context, incident: str, backend: str, url: Optional[str]
             raise FaultlineError(f"{incident}: neither an incident folder, a snapshot file nor an ingested incident "
                                  "with a snapshot", fix="pass data/sample/backlog/<id> or ingest the corpus first")
         path = Path(row[0])
-    return snapshot_backend(path), path.parent.name
+    ref = IncidentRef(incident_id=path.parent.name, ticket_id=path.parent.name, snapshot_path=str(path))
+    return NetworkTarget(incident_id=ref.incident_id, snapshot=path), ref
 
 
 def diagnose_command(
@@ -53,44 +51,39 @@ def diagnose_command(
     policy: str = typer.Option("deterministic", "--policy", help="deterministic | llm"),
     model: Optional[str] = typer.Option(None, "--model", help="litellm model for --policy llm."),
     method: str = typer.Option("sade", "--method", help="sade (phase-gated) | flat (every scan everywhere)."),
-    save: bool = typer.Option(False, "--save", help="Store steps, flags and submission in the warehouse."),
+    save: bool = typer.Option(False, "--save", help="Store steps, flags and submission in the warehouse (and the "
+                              "scores, when the incident has a ground truth there)."),
     ticket: Optional[str] = typer.Option(None, "--ticket", help="What the user reported (default: the incident "
                                          "folder's ticket.json title and description); \"\" for none."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole diagnosis as JSON."),
 ) -> None:
     """Diagnose one incident with SADE and print its submission, steps and flags."""
-    from faultline.sade.backend import close_backend
+    from faultline.network.backends import open_backend
+    from faultline.sade.unit import run_sade
 
-    net, incident_id = _backend(ctx, incident, backend, url, inventory)
-    try:
-        _diagnose_and_print(ctx, net, incident, incident_id, backend, policy, model, method, save, ticket, as_json)
-    finally:
-        close_backend(net)
-
-
-def _diagnose_and_print(ctx, net, incident: str, incident_id: str, backend: str, policy: str, model, method: str,
-                        save: bool, ticket, as_json: bool) -> None:
-    from faultline.sade.engine import diagnose
-
-    run_policy, policy_name = None, "deterministic"
-    if policy == "llm":
-        from faultline.sade.llm_policy import llm_policy_runner
-
-        run_policy, policy_name = llm_policy_runner(ctx.obj, model=model, incident_id=incident_id)
+    target, ref = _network(ctx, incident, backend, url, inventory)
     if ticket is None:
         from faultline.sade.evaluate import ticket_text
 
         folder = Path(incident) if Path(incident).is_dir() else Path(incident).parent
         ticket = ticket_text(folder) if backend == "snapshot" else ""
-    diag = diagnose(net, incident_id=incident_id, method=method, policy=policy_name, run_policy=run_policy,
-                    ticket=ticket)
+    conn = None
     if save:
         from faultline import db
-        from faultline.sade.store import save_diagnosis
 
         conn = db.open_warehouse(ctx.obj)
-        save_diagnosis(conn, diag, run_id=None)
-        conn.close()
+    try:
+        with open_backend(backend, ctx.obj, target) as net:
+            diag = run_sade(ctx.obj, ref, conn=conn, network=net, ticket=ticket, method=method,  # type: ignore[arg-type]
+                            policy="llm" if policy == "llm" else "deterministic", llm_model=model,
+                            on_error="score").diagnosis
+    finally:
+        if conn is not None:
+            conn.close()
+    _print_diagnosis(diag, ref.incident_id, as_json)
+
+
+def _print_diagnosis(diag, incident_id: str, as_json: bool) -> None:
     if as_json:
         print_json(diag.model_dump(mode="json"))
         return

@@ -18,22 +18,20 @@ def verdict_command(
                                  "recorded network about what the logs point at) and store it."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict record as JSON."),
 ) -> None:
-    """Print the verdict of INCIDENT: one answer from its ticket, logs, history, docs and network diagnosis."""
+    """Print the verdict of INCIDENT: one answer from its ticket, logs, history, docs and network diagnosis (fused now
+    and stored, with its scores when the incident has a ground truth, unless one is stored)."""
     from faultline import db
-    from faultline.nightly.work import network_checker
-    from faultline.verdict.batch import snapshot_item
-    from faultline.verdict.refine import verdict_for
-    from faultline.verdict.store import load_verdict, save_verdict
+    from faultline.outcome import IncidentRef, incident_ref
+    from faultline.verdict.store import load_verdict
+    from faultline.verdict.unit import run_verdict
 
     settings = ctx.obj
     conn = db.open_warehouse(settings)
     try:
         verdict = None if refresh else load_verdict(conn, incident_id)
         if verdict is None:
-            item = snapshot_item(conn, incident_id)
-            checker = network_checker(settings, item, "snapshot") if item is not None else None
-            verdict, seconds = verdict_for(conn, settings, incident_id, checker=checker)
-            save_verdict(conn, verdict, elapsed_s=seconds)
+            ref = incident_ref(conn, incident_id) or IncidentRef(incident_id=incident_id, ticket_id=incident_id)
+            verdict = run_verdict(settings, conn, ref, network_backend="snapshot").verdict
     finally:
         conn.close()
     if as_json:

@@ -138,9 +138,7 @@ def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings:
         # ticket is even filed, so those lines are not the incident's
         result.sizes.update(_stage_syslog(state, folder, real_start, shift, end=recorded))
         if ssh_net is not None:
-            from faultline.sade.backend import close_backend
-
-            close_backend(ssh_net)
+            ssh_net.close()
         try:
             lab.down(settings, all=state is None)
         except Exception as exc:  # noqa: BLE001 - recorded; the next `up` would refuse loudly anyway
@@ -236,10 +234,10 @@ def write_inventories(out: Path, suite: Suite) -> list[Path]:
 def _ssh_network(state: Any, settings: Settings) -> Any:  # -> Backend
     """The running lab's devices through the SSH backend, from the inventory its management network serves."""
     from faultline.lab.inventory import write_mgmt_inventory
-    from faultline.sade.backend import ssh_backend
+    from faultline.network.backends import NetworkTarget, open_backend
 
     folder = write_mgmt_inventory(state, settings, Path(state.run_dir) / "ssh-inventory")
-    return ssh_backend(settings, folder)
+    return open_backend("ssh", settings, NetworkTarget(inventory=folder))
 
 
 def ticket_record(ticket: Any, incident_id: str, spec: IncidentSpec) -> dict[str, Any]:

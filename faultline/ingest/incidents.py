@@ -122,7 +122,7 @@ def ingest_incidents(conn: duckdb.DuckDBPyConnection, settings: Settings, paths:
         report.files += ingest_many(conn, settings, "logs", expand_paths("logs", archive_folders(paths)),
                                     run_id=run_id, force=force)
         # the inventories of the networks the suites ran (`<suite>/inventory/<scenario>_<size>/hosts.yaml`)
-        from faultline.inventory.ingest import ingest_inventory
+        from faultline.ingest.inventory import ingest_inventory
 
         for folder in inventory_folders(paths):
             inventory = ingest_inventory(conn, settings, folder, name=folder.name, force=force)  # its own run

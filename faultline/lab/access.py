@@ -7,15 +7,21 @@ injector and nothing that builds or tears down a lab.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from faultline.config import Settings
+from faultline.errors import FaultlineError
 from faultline.lab.frr import router_dir
 from faultline.lab.namespaces import use_prefix
 from faultline.lab.scenarios import build_topology
 from faultline.lab.services import service_dir
 from faultline.lab.state import LabState, load_state
+from faultline.network.backend import Backend
 from faultline.network.probes import ProbeContext
 from faultline.network.runner import Runner
+
+if TYPE_CHECKING:
+    from faultline.network.backends import NetworkTarget
 
 FRR_DAEMONS = {"zebra", "bgpd", "ospfd", "staticd", "ripd"}
 # the management plane's daemons (faultline.lab.mgmt): no service of the lab, nothing a probe may read
@@ -62,3 +68,17 @@ def names_and_urls(scenario: str, size: str) -> tuple[list[str], list[str]]:
         if node.role in ("web", "lb") and name not in named and not node.private and node.addresses:
             urls.append(f"http://{node.addresses[0].split('/')[0]}/")
     return names, urls
+
+
+def open_lab(settings: Settings, target: NetworkTarget | None = None) -> Backend:
+    """The `lab` network backend: the running lab (root), probed live, no baseline (the target names nothing)."""
+    state = status(settings)
+    if state is None:
+        raise FaultlineError("no lab is running", fix="start one with `sudo faultline lab up SCENARIO`")
+    from faultline.network.snapshot import readable_files
+
+    ctx = probe_context(state, settings)
+    files = {dev: readable_files(roots) for dev, roots in ctx.file_roots.items()}
+    names, urls = names_and_urls(state.scenario, state.size)
+    return Backend(kind="lab", ctx=ctx, scenario=state.scenario, size=state.size, files=files, dns_names=names,
+                   urls=urls)

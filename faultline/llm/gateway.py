@@ -67,6 +67,16 @@ def record_call(conn: duckdb.DuckDBPyConnection, *, stage: str, model: str, prom
     return call_id
 
 
+COUNT_CALLS_SQL = "SELECT count(*) FROM llm_calls WHERE incident_id = ? AND run_id = ?"
+
+
+def count_calls(conn: duckdb.DuckDBPyConnection, incident_id: str, run_id: str | None) -> int:
+    """The `llm_calls` rows one run wrote for one incident (0 without a run id: nothing to tell them apart)."""
+    if not run_id:
+        return 0
+    return int(conn.execute(COUNT_CALLS_SQL, [incident_id, run_id]).fetchone()[0])
+
+
 def parse_json(text: str, schema: Schema) -> dict[str, Any]:
     """Parse a reply (bare or in a ```json fence) and validate it; raises `InvalidOutput` with the reason."""
     body = text.strip()

@@ -10,7 +10,7 @@ The rule (the `mcp_token` setting, environment FAULTLINE_MCP_TOKEN):
 
 The check is a plain ASGI wrapper rather than the SDK's OAuth resource-server support (`TokenVerifier` with
 `AuthSettings`), which needs an issuer URL and advertises OAuth metadata for a shared secret that has neither.
-Clients send the token with `client_target`.
+Clients send the token with `faultline.mcp_client.client_target`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 from faultline.errors import FaultlineError
@@ -84,22 +82,3 @@ def serve_http(server: Any, *, host: str, port: int, token: str) -> None:
         print(f"faultline mcp: serving on {host}:{port} without a token: any local user may call the tools "
               f"({TOKEN_FIX} to require one)", file=sys.stderr)
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=server.settings.log_level.lower())).run()
-
-
-def client_target(url: str, token: str) -> Any:
-    """What the SDK's `Client` connects to for `url`: the URL itself, or a transport sending the token."""
-    if not token:
-        return url
-    return _bearer_transport(url, token)
-
-
-@asynccontextmanager
-async def _bearer_transport(url: str, token: str) -> AsyncIterator[Any]:
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
-    # the SDK's own timeouts for its default client: a response stream may stay open for minutes
-    timeout = httpx2.Timeout(30.0, read=300.0)
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=timeout) as http:
-        async with streamable_http_client(url, http_client=http) as streams:
-            yield streams

@@ -20,8 +20,8 @@ from mcp.types import CallToolResult, TextContent
 
 from faultline.errors import FaultlineError
 from faultline.mcp.lab_tools import LabSession
+from faultline.network.backend import Backend
 from faultline.nika.answers import SubmissionV1, SubmissionV2
-from faultline.sade.backend import Backend
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer

@@ -16,12 +16,12 @@ from typing import Any
 
 from faultline.errors import FaultlineError
 from faultline.mcp.exec_map import command_to_probe
+from faultline.network.backend import Backend
 from faultline.network.probes import ProbeOutput
 from faultline.network.reachability import main_ip
 from faultline.network.records import NotRecordedResult
 from faultline.network.validate import ProbeError
 from faultline.nika.answers import RootCause, SubmissionV1, SubmissionV2
-from faultline.sade.backend import Backend
 
 # NIKA's reachability statuses from ours (ok | loss | unreachable | timeout | error)
 _NIKA_STATUS = {"ok": "ok", "loss": "unstable", "unreachable": "down", "timeout": "down", "error": "unknown"}

@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Literal
 
 import duckdb
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from faultline.nightly.ledger import SETTLED, read
+from faultline.outcome import METHODS, IncidentRef, Method
 
-Method = Literal["astra", "sade", "verdict"]
-METHODS: tuple[Method, ...] = ("astra", "sade", "verdict")  # the verdict reads what the other two stored
 # what SADE probes tonight: recorded snapshots, the live lab, or the inventory's devices over SSH
 NetworkBackend = Literal["snapshot", "lab", "ssh"]
 
@@ -40,15 +39,9 @@ ORDER BY t.created_at NULLS LAST, t.ticket_id
 """
 
 
-class BacklogItem(BaseModel):
+class BacklogItem(IncidentRef):
     """One open incident and what tonight's run does with it."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    incident_id: str
-    ticket_id: str
-    title: str
-    snapshot_path: str | None = None
     digests: dict[Method, str]  # method -> input digest
     todo: list[Method] = Field(default_factory=list)  # methods to run tonight
     skips: dict[Method, str] = Field(default_factory=dict)  # method -> why it cannot run (recorded as a row)

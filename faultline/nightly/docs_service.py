@@ -42,8 +42,9 @@ def shared_docs_server(settings: Settings) -> Iterator[Settings]:
         return
     from pydantic import SecretStr
 
-    from faultline.astra.docs_client import close_shared, server_command
+    from faultline.astra.docs_client import server_command
     from faultline.mcp.docs_server import PARENT_PID_ENV
+    from faultline.nightly.lent import close_docs_sessions
 
     args, env = server_command(settings)
     token = settings.mcp_token.get_secret_value() or secrets.token_urlsafe(32)
@@ -66,7 +67,7 @@ def shared_docs_server(settings: Settings) -> Iterator[Settings]:
             try:
                 yield settings.model_copy(update={"docs_mcp_url": url, "mcp_token": SecretStr(token)})
             finally:
-                close_shared(url)
+                close_docs_sessions(url)
         finally:
             _stop(server)
 
@@ -99,3 +100,4 @@ def _stop(server: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+

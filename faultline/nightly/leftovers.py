@@ -1,13 +1,6 @@
-"""What a killed nightly run leaves behind, cleared by the next run of the same warehouse.
-
-A run that is killed outright (`kill -9`, the OOM killer, a power cut) closes nothing: its `runs` row still says
-``running`` and its frozen copies of the warehouse (`faultline.nightly.workspace`, one warehouse-sized file per
-phase) stay in the work folder, one more set after every crash. The next run holds the warehouse's run lock
-(`faultline.runlock`), so no other nightly run of this warehouse is alive: every other ``running`` nightly row
-is a dead run, closed as ``failed`` (interrupted), and every frozen copy named after one of this warehouse's
-earlier runs is removed. Copies named after runs of another warehouse (a shared `nightly_work_dir`) are left
-alone.
-"""
+"""What a killed nightly run leaves behind, cleared by the next run of the same warehouse: `running` rows of runs
+that are dead (the next run holds the run lock, so no other is alive), closed as failed (interrupted), and the
+warehouse copies named after them (`faultline.nightly.workspace`). Another warehouse's copies are left alone."""
 
 from __future__ import annotations
 
@@ -18,7 +11,7 @@ import duckdb
 from faultline.config import Settings
 from faultline.nightly.workspace import work_dir
 
-RUN_ID_CHARS = 36  # a uuid4 in its text form: frozen copies are named `<run id>-<phase>.duckdb`
+RUN_ID_CHARS = 36  # a uuid4 in its text form: warehouse copies are named `<run id>-<phase>.duckdb`
 NIGHTLY_RUNS_SQL = "SELECT run_id FROM runs WHERE kind = 'nightly'"
 CLOSE_INTERRUPTED_SQL = """
 UPDATE runs SET status = 'failed', finished_at = now(),
@@ -28,7 +21,7 @@ WHERE kind = 'nightly' AND status = 'running' AND run_id <> ?
 
 
 def clear_leftovers(conn: duckdb.DuckDBPyConnection, settings: Settings, current_run_id: str) -> list[Path]:
-    """Close dead runs' ``running`` rows and remove their frozen copies (call holding the run lock); the files
+    """Close dead runs' ``running`` rows and remove their warehouse copies (call holding the run lock); the files
     removed."""
     conn.execute(CLOSE_INTERRUPTED_SQL, [current_run_id])
     folder = work_dir(settings)

@@ -7,9 +7,8 @@ from statistics import mean
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from faultline.nightly.backlog import METHODS, Method
 from faultline.nightly.corpus import FolderIngest
-from faultline.nightly.work import Outcome
+from faultline.outcome import METHODS, Method, Outcome
 
 
 class Failure(BaseModel):
@@ -60,7 +59,7 @@ class NightSummary(BaseModel):
         rows = []
         for method in METHODS:
             done = [o for o in self.outcomes if o.method == method]
-            scored = [o.accuracy for o in done if o.accuracy is not None]
+            scored = [o.headline() for o in done if o.headline() is not None]
             rows.append({
                 "method": method, "analysed": len(done),
                 "failed": sum(f.method == method for f in self.failures),

@@ -1,16 +1,10 @@
-"""Where one unit of nightly work runs: it reads a frozen copy of the warehouse and writes only to tables of its own.
+"""Where one unit of nightly work runs: it reads a copy of the warehouse and writes only to tables of its own.
 
-The warehouse is one DuckDB file with one writer, the flow. Before a stage fans out, the flow `freeze`s the
-warehouse: a checkpoint, then a copy of the file (into `nightly_work_dir`, which must be a filesystem every
-worker sees when they run on other machines). A worker — a thread, a process or a machine of a Dask cluster —
-runs the unit (`run_astra`, `run_sade`, `run_verdict`, unchanged) in a `unit_space`: an in-memory DuckDB with
-the copy attached read-only, where the tables the unit writes are empty tables of its own (a schema per unit,
-first on the cursor's search path) and every other name resolves to the copy. What the unit leaves there —
-the rows it inserted, and the DELETE statements it ran, in order — comes back as a `UnitResult`, and the
-flow's `persist` replays it on the warehouse: the deletes, then the rows. Replaying the deletes before the
-rows gives the same tables as running the unit on the warehouse itself, because a unit's deletes name rows
-by their values (an incident, a method, a round) and the rows it inserted are only those that survived its
-own deletes. A unit that tries to write an input table fails on the read-only copy, loudly.
+Before a stage fans out, the flow (the warehouse's one writer) checkpoints the warehouse and copies its file
+(`copy_warehouse`, into `nightly_work_dir`: a filesystem every worker sees). A worker runs the unit in a
+`unit_space`: an in-memory DuckDB with the copy attached read-only, where the unit's output tables are empty
+tables of its own and every other name resolves to the copy. What it inserted and the DELETEs it ran come back
+as a `UnitResult`, which `replay` runs on the warehouse: the deletes, then the rows (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -31,8 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from faultline.config import Settings
 from faultline.diskspace import out_of_space, require_room, size
 from faultline.errors import FaultlineError
-from faultline.nightly.backlog import Method
-from faultline.nightly.work import Outcome
+from faultline.outcome import Method, Outcome
 
 # the tables each kind of unit writes (its stores': astra/store.py, eval_store.py, logs/store.py,
 # scope/store.py, sade/store.py, verdict/store.py, verdict/evaluate.py; llm_calls from the LLM gateway; marts_stale
@@ -43,8 +36,8 @@ OUTPUT_TABLES: dict[Method, tuple[str, ...]] = {
     "sade": ("sade_steps", "sade_flags", "submissions", "evaluations", "llm_calls", "marts_stale"),
     "verdict": ("verdicts", "verdict_claims", "verdict_checks", "evaluations", "llm_calls", "marts_stale"),
 }
-SNAPSHOT_ALIAS = "frozen"
-# left free beside a frozen copy: the run's results go to the warehouse's WAL, often on the same disk
+SNAPSHOT_ALIAS = "warehouse_copy"
+# left free beside a warehouse copy: the run's results go to the warehouse's WAL, often on the same disk
 COPY_HEADROOM = 16 * 1024 * 1024
 _CREATE = re.compile(r"^\s*CREATE\s+TABLE\s+(?:\"?[\w]+\"?\.)?\"?(\w+)\"?\s*\(", re.IGNORECASE)
 _KEYWORD = re.compile(r"^\s*(?:--[^\n]*\n\s*)*(\w+)", re.IGNORECASE)
@@ -76,15 +69,15 @@ _READERS_LOCK = threading.Lock()
 
 
 def work_dir(settings: Settings) -> Path:
-    """Where the frozen copies go: `nightly_work_dir`, or `.faultline-work/` beside the warehouse file."""
+    """Where the warehouse copies go: `nightly_work_dir`, or `.faultline-work/` beside the warehouse file."""
     return Path(settings.nightly_work_dir or Path(settings.duckdb_path).resolve().parent / ".faultline-work")
 
 
-def freeze(conn: duckdb.DuckDBPyConnection, settings: Settings, name: str) -> Path:
+def copy_warehouse(conn: duckdb.DuckDBPyConnection, settings: Settings, name: str) -> Path:
     """Checkpoint the warehouse and copy its file to `<work dir>/<name>.duckdb`; the copy's path.
 
     The caller is the only writer and writes nothing while the copy is made. Older copies of this run's
-    name are replaced; `thaw` removes one when its stage is over. Without room for the checkpoint, the copy
+    name are replaced; `remove_warehouse_copy` removes one when its stage is over. Without room for the checkpoint, the copy
     and the run's writes after it, the warehouse is left as it is (`OutOfSpace`, with the space needed and free).
     """
     folder = work_dir(settings)
@@ -127,8 +120,8 @@ def _check_room(source: Path, folder: Path) -> None:
         require_room(folder, copy, f"the copy of the warehouse {source} ({size(copy)})", _ROOM_FIX)
 
 
-def thaw(path: Path) -> None:
-    """Remove a frozen copy (and its write-ahead log, if a reader left one); this process lets go of it first."""
+def remove_warehouse_copy(path: Path) -> None:
+    """Remove a warehouse copy (and its write-ahead log, if a reader left one); this process lets go of it first."""
     with _READERS_LOCK:
         reader = _READERS.pop(str(path), None)
     if reader is not None:
@@ -150,7 +143,7 @@ def _reader(snapshot: Path, memory_limit: str = "") -> duckdb.DuckDBPyConnection
             for old in list(_READERS):
                 _READERS.pop(old).close()
             if not snapshot.is_file():
-                raise FaultlineError(f"the frozen warehouse {snapshot} is not there",
+                raise FaultlineError(f"the warehouse copy {snapshot} is not there",
                                      fix="workers on other machines need nightly_work_dir on a shared filesystem")
             # one thread: a unit's queries read one incident's rows, and a worker is one of several on the machine
             db = duckdb.connect(":memory:", config={"memory_limit": memory_limit or READER_MEMORY_LIMIT,
@@ -234,7 +227,7 @@ class UnitSpace:
                                      [SNAPSHOT_ALIAS]).fetchall())
             for table in self.tables:
                 if table not in ddl:
-                    raise FaultlineError(f"the frozen warehouse has no table {table}",
+                    raise FaultlineError(f"the warehouse copy has no table {table}",
                                          fix="upgrade the warehouse (`faultline db migrate`) before the nightly run")
                 setup.execute(_CREATE.sub(f"CREATE TABLE memory.{self.schema}.{table} (", ddl[table], count=1))
         finally:
@@ -267,7 +260,7 @@ class UnitSpace:
 
 @contextmanager
 def unit_space(snapshot: Path, method: Method, memory_limit: str = "") -> Iterator[UnitSpace]:
-    """A fresh space for one `method` unit over the frozen warehouse `snapshot`; dropped on exit."""
+    """A fresh space for one `method` unit over the warehouse copy `snapshot`; dropped on exit."""
     space = UnitSpace(_reader(snapshot, memory_limit), method)
     try:
         yield space
@@ -275,7 +268,7 @@ def unit_space(snapshot: Path, method: Method, memory_limit: str = "") -> Iterat
         space.drop()
 
 
-def persist(conn: duckdb.DuckDBPyConnection, result: UnitResult) -> None:
+def replay(conn: duckdb.DuckDBPyConnection, result: UnitResult) -> None:
     """Replay one unit's result on the warehouse (the caller holds the transaction): deletes, then rows."""
     for delete in result.deletes:
         conn.execute(delete.sql, delete.params)

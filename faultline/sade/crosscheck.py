@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from faultline.sade.backend import Backend
+from faultline.network.backend import Backend
 from faultline.sade.records import Flag, Step
 
 MAX_DEVICES = 4  # a lead names a few devices; a fleet-wide log reading is not a target list

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from faultline.network.backend import Backend
 from faultline.nika.answers import RootCause, SubmissionV1, SubmissionV2
 from faultline.nika.labels import v2_fault_type
-from faultline.sade.backend import Backend
 from faultline.sade.matcher import Match
 from faultline.sade.records import Diagnosis, Submission
 from faultline.sade.session import Session

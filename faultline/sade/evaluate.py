@@ -1,8 +1,5 @@
-"""Run SADE over a corpus folder of recorded incidents and score it the way NIKA does.
-
-Reads incident folders (`snapshot.json.gz`, `baseline.json.gz`, `ground_truth.json`,
-`incident.json`) directly — no warehouse needed — so a corpus can be evaluated anywhere.
-"""
+"""`eval sade` over a corpus folder of recorded incidents: SADE's unit on each one, its ticket and truth read from
+the folder (`snapshot.json.gz`, `baseline.json.gz`, `ticket.json`, `ground_truth.json`): no warehouse needed."""
 
 from __future__ import annotations
 
@@ -10,14 +7,16 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from faultline.errors import FaultlineError
-from faultline.nika.labels import skill_of
-from faultline.sade.backend import snapshot_backend
-from faultline.sade.engine import diagnose
+from faultline.outcome import IncidentRef
 from faultline.sade.records import Diagnosis
-from faultline.sade.scoring import IncidentScore, score_incident
+from faultline.sade.scoring import IncidentScore
 from faultline.truth.store import truth_from_json
+
+if TYPE_CHECKING:
+    from faultline.config import Settings
 
 
 @dataclass
@@ -52,19 +51,21 @@ def ticket_text(folder: Path) -> str:
     return "\n".join(str(data.get(key) or "") for key in ("title", "description")).strip()
 
 
-def evaluate_folder(folder: Path, *, method: str = "sade", baseline: bool = True, ticket: bool = True) -> Evaluated:
-    """Diagnose one recorded incident from its snapshot (and baseline, and ticket) and score it against its
-    truth."""
+def evaluate_folder(folder: Path, *, method: str = "sade", baseline: bool = True, ticket: bool = True,
+                    settings: Settings | None = None) -> Evaluated:
+    """SADE's unit on one recorded incident: its snapshot (with its baseline unless `baseline` is False), its ticket
+    (unless `ticket` is False) and its ground truth, all read from the folder; nothing is stored."""
+    from faultline.config import Settings
+    from faultline.sade.unit import run_sade
+
     info = json.loads((folder / "incident.json").read_text())
     truth = truth_from_json(info["incident_id"], json.loads((folder / "ground_truth.json").read_text()),
                             scenario=info.get("scenario"), size=info.get("size"))
-    backend = snapshot_backend(folder / "snapshot.json.gz", use_baseline=baseline)
-    diag = diagnose(backend, incident_id=info["incident_id"], method=method,
-                    ticket=ticket_text(folder) if ticket else "")
-    sub = diag.submission
-    family = skill_of(truth.labels[0]) if truth.labels else "healthy"
-    score = score_incident(truth, sub.v1 if sub else None, sub.v2 if sub else None, method=method, family=family)
-    return Evaluated(diagnosis=diag, score=score)
+    ref = IncidentRef(incident_id=info["incident_id"], ticket_id=info["incident_id"],
+                      snapshot_path=str(folder / "snapshot.json.gz"))
+    done = run_sade(settings or Settings(), ref, use_baseline=baseline, ticket=ticket_text(folder) if ticket else "",
+                    truth=truth, method=method, on_error="score")
+    return Evaluated(diagnosis=done.diagnosis, score=done.score)
 
 
 def evaluate_corpus(corpus: Path, *, method: str = "sade", limit: int | None = None,

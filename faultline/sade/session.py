@@ -13,10 +13,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from faultline.network.backend import Backend
 from faultline.network.devices import Device
 from faultline.network.probes import ProbeOutput
 from faultline.network.records import NotRecordedResult
-from faultline.sade.backend import Backend
 from faultline.sade.records import Flag, Step
 
 

@@ -16,7 +16,6 @@ leads are checked. Without a network (an imported ticket) or a way to reach it, 
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable
 
 import duckdb
@@ -27,7 +26,7 @@ from faultline.sade.store import StoredDiagnosis
 from faultline.verdict.engine import build
 from faultline.verdict.records import Opinion, Verdict, VerdictCheck, VerdictRound
 from faultline.verdict.report import render
-from faultline.verdict.sources import Inputs, load_inputs, log_opinion
+from faultline.verdict.sources import Inputs, log_opinion
 
 MAX_CHECKS = 2
 Checker = Callable[[str, list[str]], CrossCheck]
@@ -130,16 +129,3 @@ def refine(conn: duckdb.DuckDBPyConnection, settings: Settings, inputs: Inputs,
     second = second.model_copy(update={"checks": records,
                                        "rounds": [*first.rounds, _round(second, 2, action)]})
     return second.model_copy(update={"text": render(second)}), first
-
-
-def verdict_for(conn: duckdb.DuckDBPyConnection, settings: Settings, incident_id: str, *,
-                analyst: str = "deterministic", method: str = "sade",
-                checker: Checker | None = None) -> tuple[Verdict, float]:
-    """The verdict of one incident from its stored analyses, refined on its network when `checker` can ask it,
-    and the seconds it took."""
-    started = time.perf_counter()
-    verdict, _first = refine(conn, settings, load_inputs(conn, incident_id, analyst=analyst, method=method), checker)
-    return verdict, round(time.perf_counter() - started, 3)
-
-
-__all__ = ["Checker", "leads", "refine", "verdict_for"]

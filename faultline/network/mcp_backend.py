@@ -27,13 +27,17 @@ import shlex
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from faultline.errors import FaultlineError
+from faultline.network.backend import Backend
 from faultline.network.devices import Device, StaticDirectory
 from faultline.network.probes import ProbeContext
 from faultline.network.runner import CommandResult, NotRecorded, Runner
-from faultline.sade.backend import Backend
+
+if TYPE_CHECKING:
+    from faultline.config import Settings
+    from faultline.network.backends import NetworkTarget
 
 CALL_MARGIN_S = 20.0  # on top of the command timeout: transport and server overhead
 
@@ -102,7 +106,7 @@ def _server(target: Any, token: str) -> Any:
     from mcp import StdioServerParameters
 
     if isinstance(target, str) and target.startswith(("http://", "https://")):
-        from faultline.mcp.http_auth import client_target
+        from faultline.mcp_client import client_target
 
         return client_target(target, token)
     if not isinstance(target, (str, list, tuple)):
@@ -129,6 +133,10 @@ class McpRunner(Runner):
     def __init__(self, conn: McpConnection, *, timeout_s: float = 10.0) -> None:
         super().__init__(timeout_s=timeout_s)
         self.conn = conn
+
+    def close(self) -> None:
+        """End the MCP session (a stdio server process exits)."""
+        self.conn.close()
 
     def run(self, device: str, argv: Sequence[str], *, namespace: str | None, timeout_s: float | None = None,
             output_cap: int | None = None) -> CommandResult:
@@ -201,8 +209,8 @@ def mcp_backend(url_or_command: Any, *, timeout_s: float = 10.0, token: str = ""
     return Backend(kind="mcp", ctx=ctx)
 
 
-def close_backend(backend: Backend) -> None:
-    """Close the MCP session behind an `mcp_backend` (a stdio server process exits)."""
-    runner = backend.ctx.runner
-    if isinstance(runner, McpRunner):
-        runner.conn.close()
+def open_mcp(settings: Settings, target: NetworkTarget) -> Backend:
+    """The registry's opener: `target.url`, a server URL or a command line, sent the `mcp_token` setting."""
+    if not target.url:
+        raise FaultlineError("the mcp network backend needs a server", fix="pass --url http://host:port/mcp or a command")
+    return mcp_backend(target.url, token=settings.mcp_token.get_secret_value())
