@@ -34,16 +34,16 @@ SERVICE_KINDS = ("service_failure", "service_unresolved", "service_slow", "servi
                  "ticket_address", "ticket_foreign_resolver", "service_no_lease", "service_timeout_after_lookup")
 
 
-def _roles(s: Session) -> dict[str, str]:
-    return {d.name: d.role for d in s.devices()}
+def _roles(session: Session) -> dict[str, str]:
+    return {d.name: d.role for d in session.devices()}
 
 
-def explains(matches: list[Match], leads: list[LeadSymptom], s: Session, tried: set[str]) -> bool:
+def explains(matches: list[Match], leads: list[LeadSymptom], session: Session, tried: set[str]) -> bool:
     """Do the (non-residual) matches account for every lead symptom, with the server-side checks done?"""
     real = [m for m in matches if not m.fallback]
     if not real:
         return False
-    roles = _roles(s)
+    roles = _roles(session)
     named = {d for m in real for d in m.devices}
     upstream = any(roles.get(m.device) in INFRA_ROLES for m in real)
     service = any((roles.get(m.device) in SERVICE_ROLES or m.family in ("dns", "dhcp")) and _fingerprint(m).fails_pages
@@ -67,13 +67,13 @@ def explains(matches: list[Match], leads: list[LeadSymptom], s: Session, tried: 
         elif lead.kind == "host_isolated":
             # an upstream fault explains an isolated host when the host, or every peer it fails with, is
             # behind the faulty router
-            hosts = behind(s, routers)
+            hosts = behind(session, routers)
             if lead.lead not in hosts and not (lead.peers and set(lead.peers) <= hosts):
                 return False
         elif not upstream:
             return False
     # a DHCP client's wrong or missing settings may come from the server: the dhcp skill must have looked
-    if "dhcp" not in tried and any(f.attrs.get("dhcp_client") for f in s.flags if f.device in named):
+    if "dhcp" not in tried and any(f.attrs.get("dhcp_client") for f in session.flags if f.device in named):
         return False
     return True
 
@@ -81,35 +81,36 @@ def explains(matches: list[Match], leads: list[LeadSymptom], s: Session, tried: 
 PROTOCOL_FREE_CHECKS = {"kernel_routes"}  # a static blackhole is in the kernel whatever routing protocol runs
 
 
-def _applies(s: Session, family: str, check: str = "") -> bool:
+def _applies(session: Session, family: str, check: str = "") -> bool:
     """SADE's phase-B rule: the OSPF skill on OSPF networks, the BGP skill on BGP networks (once a router's
     configuration has been seen; before that, both apply). A check that reads no protocol's state (the
     kernel's routes) applies on every network."""
     if family not in ("ospf", "bgp") or check in PROTOCOL_FREE_CHECKS:
         return True
-    configs = [st for st in s.steps if st.tool == "vtysh_show" and st.args.get("command") == "show running-config"]
+    configs = [st for st in session.steps
+               if st.tool == "vtysh_show" and st.args.get("command") == "show running-config"]
     if not configs:
         return True
     keyword = "router ospf" if family == "ospf" else "router bgp"
-    return any(keyword in (out.raw if (out := s.seen("vtysh_show", **st.args)) else "") for st in configs)
+    return any(keyword in (out.raw if (out := session.seen("vtysh_show", **st.args)) else "") for st in configs)
 
 
-def _run(s: Session, check: str, device: str, note: str) -> bool:
+def _run(session: Session, check: str, device: str, note: str) -> bool:
     """Run one named check on one device; whether it asked the network anything new."""
     phase, func = CHECKS_BY_NAME[check]
-    s.phase = phase
-    before = s.probe_calls
-    func(s, s.device(device))
-    if s.probe_calls > before:
-        for step in s.steps[before - s.probe_calls:]:
+    session.phase = phase
+    before = session.probe_calls
+    func(session, session.device(device))
+    if session.probe_calls > before:
+        for step in session.steps[before - session.probe_calls:]:
             step.note = f"{note}: {check}" if not step.note else f"{note}: {step.note}"
-    return s.probe_calls > before
+    return session.probe_calls > before
 
 
 FAR_TARGETS = {"routers", "clients", "senders"}
 
 
-def _skill_search(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles: dict[str, str],
+def _skill_search(session: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles: dict[str, str],
                   tried: set[str], passes: tuple[bool, ...] = (False, True), ignore: frozenset[str] = frozenset(),
                   ) -> list[Match]:
     """Try the lead's families in index order (with redirections); the matches once they explain the leads.
@@ -120,53 +121,53 @@ def _skill_search(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles
     """
     touched: set[str] = {lead.lead}
     for far in passes:
-        for found in _family_steps(s, lead, leads, roles, tried, far, touched, ignore):
+        for found in _family_steps(session, lead, leads, roles, tried, far, touched, ignore):
             if found:
                 return found
-    return match(s.flags, roles=roles, complete={lead.lead})
+    return match(session.flags, roles=roles, complete={lead.lead})
 
 
-def _family_steps(s: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles: dict[str, str], tried: set[str],
+def _family_steps(session: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles: dict[str, str], tried: set[str],
                   far: bool, touched: set[str], ignore: frozenset[str] = frozenset()) -> Iterator[list[Match]]:
     """One pass (near or far probes) of a lead's family search, one family per step: yields the matches once
     they explain the leads (and stops), else [] after each family."""
     # what the lead's own triage look raised points first (a DHCP client's settings: the server that gave them)
-    queue, started = redirects(s, touched) + families_for(lead.kind), set()
+    queue, started = redirects(session, touched) + families_for(lead.kind), set()
     while queue:
         family = queue.pop(0)
         if family in started:
             continue
         started.add(family)
-        probes = [p for p in skill(family).probes if _applies(s, family, p.check)]
+        probes = [p for p in skill(family).probes if _applies(session, family, p.check)]
         if not probes:
             continue
         for probe in probes:
             if (probe.on in FAR_TARGETS) != far:
                 continue
-            for device in targets(s, probe.on, lead):
+            for device in targets(session, probe.on, lead):
                 touched.add(device)
-                if _run(s, probe.check, device, f"{lead.kind} {lead.lead} -> skill {family}"):
-                    touched |= _far_ends(s, device)
-                    found = _matches_beside(s, roles, ignore)
-                    if explains(found, leads, s, tried):
+                if _run(session, probe.check, device, f"{lead.kind} {lead.lead} -> skill {family}"):
+                    touched |= _far_ends(session, device)
+                    found = _matches_beside(session, roles, ignore)
+                    if explains(found, leads, session, tried):
                         yield found
                         return
         if far or not any(p.on in FAR_TARGETS for p in skill(family).probes):
             tried.add(family)  # every probe of the skill has looked: its absence of evidence now counts
-        found = _matches_beside(s, roles, ignore)
-        if explains(found, leads, s, tried):
+        found = _matches_beside(session, roles, ignore)
+        if explains(found, leads, session, tried):
             yield found
             return
-        queue = [f for f in redirects(s, touched) if f not in started] + queue
+        queue = [f for f in redirects(session, touched) if f not in started] + queue
         yield []
 
 
-def _matches_beside(s: Session, roles: dict[str, str], ignore: frozenset[str]) -> list[Match]:
+def _matches_beside(session: Session, roles: dict[str, str], ignore: frozenset[str]) -> list[Match]:
     """The matches of the flags so far, but those on devices an answer already names (`ignore`)."""
-    return [m for m in match(s.flags, roles=roles) if not set(m.devices) & ignore]
+    return [m for m in match(session.flags, roles=roles) if not set(m.devices) & ignore]
 
 
-def _interleaved(s: Session, leads: list[LeadSymptom], roles: dict[str, str], tried: set[str], far: bool,
+def _interleaved(session: Session, leads: list[LeadSymptom], roles: dict[str, str], tried: set[str], far: bool,
                  touched: dict[str, set[str]]) -> list[Match]:
     """Every lead's family search side by side, one family per lead in turn: each suspect's likeliest family
     before any suspect's long tail (two isolated hosts: the second one's address check before the first
@@ -175,7 +176,7 @@ def _interleaved(s: Session, leads: list[LeadSymptom], roles: dict[str, str], tr
     the residual matches over the leads."""
     turns = [[x for x in leads if x.kind != "unstable"]] + [[x] for x in leads if x.kind == "unstable"]
     for turn in (t for t in turns if t):
-        searches = [_family_steps(s, lead, leads, roles, tried, far, touched.setdefault(lead.lead, {lead.lead}))
+        searches = [_family_steps(session, lead, leads, roles, tried, far, touched.setdefault(lead.lead, {lead.lead}))
                     for lead in turn]
         while searches:
             for search in list(searches):
@@ -184,53 +185,53 @@ def _interleaved(s: Session, leads: list[LeadSymptom], roles: dict[str, str], tr
                     searches.remove(search)
                 elif found:
                     return found
-    return match(s.flags, roles=roles, complete={lead.lead for lead in leads})
+    return match(session.flags, roles=roles, complete={lead.lead for lead in leads})
 
 
-def _far_ends(s: Session, device: str) -> set[str]:
+def _far_ends(session: Session, device: str) -> set[str]:
     """A router or switch port without carrier: its link's other end is where the cause is (a port set down
     there, a crashed host); its interfaces are looked at next. Only links with one other device on them."""
     looked: set[str] = set()
-    dev = s.device(device)
+    dev = session.device(device)
     if dev.role not in INFRA_ROLES:
         return looked
-    out = s.seen("ip_addr", dev=device)
-    dark = {f.attrs.get("ifname") for f in s.flags if f.device == device and f.kind == "iface_no_carrier"}
+    out = session.seen("ip_addr", dev=device)
+    dark = {f.attrs.get("ifname") for f in session.flags if f.device == device and f.kind == "iface_no_carrier"}
     for iface in out.record.interfaces if out else []:
         if iface.ifname not in dark:
             continue
         for addr in iface.addresses:
-            others = [d.name for d in s.devices() if d.name != device
+            others = [d.name for d in session.devices() if d.name != device
                       and any(same_subnet(addr, a) for a in d.addresses)] if ":" not in addr else []
             if len(others) == 1:
-                _run(s, "interfaces", others[0], f"far end of {device} {iface.ifname}")
+                _run(session, "interfaces", others[0], f"far end of {device} {iface.ifname}")
                 looked.add(others[0])
     return looked
 
 
-def _triage(s: Session, leads: list[LeadSymptom], roles: dict[str, str], tried: set[str]) -> list[Match]:
+def _triage(session: Session, leads: list[LeadSymptom], roles: dict[str, str], tried: set[str]) -> list[Match]:
     """SADE's infra_sweep over the suspects first: the index's one cheap look per symptom kind (`triage:`, an
     interface and address look at an isolated or unstable device) on every lead (several leads often share one
     cause; the device that shows it saves a family search on the others)."""
     for lead in leads:
-        if _triage_look(s, lead, "triage"):
-            found = match(s.flags, roles=roles)
-            if explains(found, leads, s, tried):
+        if _triage_look(session, lead, "triage"):
+            found = match(session.flags, roles=roles)
+            if explains(found, leads, session, tried):
                 return found
     return []
 
 
-def _triage_look(s: Session, lead: LeadSymptom, note: str) -> bool:
+def _triage_look(session: Session, lead: LeadSymptom, note: str) -> bool:
     """The index's one cheap look for the lead's kind on the lead, if it has one; whether it asked anything new."""
     check = (load_index().get("triage") or {}).get(lead.kind)
-    return bool(check) and _run(s, check, lead.lead, f"{note} {lead.kind} {lead.lead}")
+    return bool(check) and _run(session, check, lead.lead, f"{note} {lead.kind} {lead.lead}")
 
 
 MAX_SUSPECTS = 2  # isolated devices the second look examines itself
 SECOND_LOOK_URLS = 1  # the canary of the second look: one request (a name lookup and a page), not a sweep
 
 
-def _second_look(s: Session, sym: Symptoms, found: list[Match], roles: dict[str, str],
+def _second_look(session: Session, sym: Symptoms, found: list[Match], roles: dict[str, str],
                  tried: set[str]) -> list[Match]:
     """After stop-and-submit on reachability symptoms: does the answer predict what was observed? Isolated
     devices it explains only through their peers get a look of their own (`_isolated_look`); then the canary
@@ -240,27 +241,27 @@ def _second_look(s: Session, sym: Symptoms, found: list[Match], roles: dict[str,
     if not sym.failing or not any(not m.fallback for m in found):
         return found
     named = {d for m in found for d in m.devices}
-    isolated = {f.device for f in s.flags if f.kind == "isolated" and f.device}
-    cut_off = behind(s, {d for d in named if roles.get(d) in INFRA_ROLES})  # behind a router the answer names
-    hidden = _isolated_look(s, found, isolated - named - cut_off, roles)
+    isolated = {f.device for f in session.flags if f.kind == "isolated" and f.device}
+    cut_off = behind(session, {d for d in named if roles.get(d) in INFRA_ROLES})  # behind a router the answer names
+    hidden = _isolated_look(session, found, isolated - named - cut_off, roles)
     if hidden:
         return found + hidden
     gone = named | isolated | cut_off
-    users = client_positions(s.devices())
+    users = client_positions(session.devices())
     # every user behind the router the answer names: ask from one that still reaches its peers; a page
     # that fails for want of the named devices is told apart below
     avoid = gone if any(u not in gone for u in users) else named | isolated
-    seen = service_canary(s, avoid, limit=SECOND_LOOK_URLS, note="second look: service canary")
+    seen = service_canary(session, avoid, limit=SECOND_LOOK_URLS, note="second look: service canary")
     if not seen.services or set(seen.leads) & named:
         return found
-    resolve_dependence(s, seen, note="second look: which server the page needs")
+    resolve_dependence(session, seen, note="second look: which server the page needs")
     if all(seen.depends_on.get(url) and seen.depends_on[url] <= gone for url, _ in seen.services):
         return found  # the pages fail for want of a server (or name server) the answer already cuts off
-    leads = [x for x in classify(s, seen) if x.kind in SERVICE_KINDS and x.lead not in named]
+    leads = [x for x in classify(session, seen) if x.kind in SERVICE_KINDS and x.lead not in named]
     extra: list[Match] = []
     for lead in leads:
-        _triage_look(s, lead, "second look: triage")
-        more = _skill_search(s, lead, leads, roles, tried, ignore=frozenset(named))
+        _triage_look(session, lead, "second look: triage")
+        more = _skill_search(session, lead, leads, roles, tried, ignore=frozenset(named))
         extra += [m for m in more if not m.fallback and m.label not in {f.label for f in found}
                   and not set(m.devices) & named and m not in extra]
         if extra:
@@ -272,24 +273,24 @@ def _fingerprint(m: Match):
     return next(f for f in skill(m.family).fingerprints if f.id == m.fingerprint)
 
 
-def _confirmed(s: Session, found: list[Match], roles: dict[str, str]) -> list[Match]:
+def _confirmed(session: Session, found: list[Match], roles: dict[str, str]) -> list[Match]:
     """Run each match's `confirm` checks on its device (evidence that would make it another label), then
     match again when they saw anything new."""
     ran = False
     for m in found:
         for check in _fingerprint(m).confirm:
-            ran |= _run(s, check, m.device, f"confirm {m.label} on {m.device}")
+            ran |= _run(session, check, m.device, f"confirm {m.label} on {m.device}")
     if not ran:
         return found
-    return [m for m in match(s.flags, roles=roles) if not m.fallback] or found
+    return [m for m in match(session.flags, roles=roles) if not m.fallback] or found
 
 
-def _settled(s: Session, found: list[Match], roles: dict[str, str]) -> list[Match]:
+def _settled(session: Session, found: list[Match], roles: dict[str, str]) -> list[Match]:
     """An answer once its fingerprints' own checks ran: `confirm` on its devices, `affected` on the users."""
-    return _affected_look(s, _confirmed(s, found, roles), roles)
+    return _affected_look(session, _confirmed(session, found, roles), roles)
 
 
-def _affected_look(s: Session, found: list[Match], roles: dict[str, str]) -> list[Match]:
+def _affected_look(session: Session, found: list[Match], roles: dict[str, str]) -> list[Match]:
     """A server-side answer that names the users it reached by a flag (`flagged:<kind>`) but was found without
     any of them (from a ticket, say) runs its fingerprint's `affected` check on the user positions, one per
     subnet; the matches again with what they show."""
@@ -297,96 +298,97 @@ def _affected_look(s: Session, found: list[Match], roles: dict[str, str]) -> lis
     for m in found:
         fp = _fingerprint(m)
         kinds = [spec[8:] for spec in fp.devices if spec.startswith("flagged:")]
-        if fp.affected and kinds and not any(f.kind in kinds for f in s.flags):
+        if fp.affected and kinds and not any(f.kind in kinds for f in session.flags):
             todo.append(fp.affected)
     if not todo:
         return found
     for check in dict.fromkeys(todo):
-        for name in client_positions(s.devices()):
-            _run(s, check, name, "users the answer reaches")
-    again = [m for m in match(s.flags, roles=roles) if not m.fallback]
+        for name in client_positions(session.devices()):
+            _run(session, check, name, "users the answer reaches")
+    again = [m for m in match(session.flags, roles=roles) if not m.fallback]
     return again if {m.label for m in again} >= {m.label for m in found} else found
 
 
-def _isolated_look(s: Session, found: list[Match], suspects: set[str], roles: dict[str, str]) -> list[Match]:
+def _isolated_look(session: Session, found: list[Match], suspects: set[str], roles: dict[str, str]) -> list[Match]:
     """Each isolated device the answer explains only through its peers gets the cheap look of the triage
     (interfaces, then its packet filter): a second fault on it shows there."""
     labels = {m.label for m in found}
     named = {d for m in found for d in m.devices}
     for name in sorted(suspects)[:MAX_SUSPECTS]:
         for check in ("interfaces", "filters"):
-            _run(s, check, name, f"second look: isolated {name}")
-            new = [m for m in match(s.flags, roles=roles) if not m.fallback and m.label not in labels
+            _run(session, check, name, f"second look: isolated {name}")
+            new = [m for m in match(session.flags, roles=roles) if not m.fallback and m.label not in labels
                    and name in m.devices and not set(m.devices) & named]
             if new:
                 return new
     return []
 
 
-def deterministic(s: Session) -> list[Match]:
+def deterministic(session: Session) -> list[Match]:
     """Algorithm 1 with stop-and-submit, then a second look for a fault the first one hides; the matches to
     submit (empty = healthy)."""
-    roles = _roles(s)
-    sym = initial_scan(s)
-    leads = classify(s, sym) or ticket_leads(s)  # the network shows nothing: what the user saw leads
+    roles = _roles(session)
+    sym = initial_scan(session)
+    leads = classify(session, sym) or ticket_leads(session)  # the network shows nothing: what the user saw leads
     tried: set[str] = set()
-    found = _triage(s, leads, roles, tried)
+    found = _triage(session, leads, roles, tried)
     # near evidence first for every lead (the other suspect's own look before this one's far fan-out)
     touched: dict[str, set[str]] = {}
     for far in (False, True):
-        if leads and not (found and explains(found, leads, s, tried)):
-            found = _interleaved(s, leads, roles, tried, far, touched)
+        if leads and not (found and explains(found, leads, session, tried)):
+            found = _interleaved(session, leads, roles, tried, far, touched)
     if any(not m.fallback for m in found):
-        return _second_look(s, sym, _settled(s, found, roles), roles, tried)
+        return _second_look(session, sym, _settled(session, found, roles), roles, tried)
     if not sym.any and not leads:
         # the network shows nothing from the users' positions: the faults that show nothing there are on the
         # servers (a dead daemon, a flood, a rate limit, a starved CPU); their own look first (its probes are
         # the deep scan's phase D on them, so a healthy network costs nothing more)
-        pressed = _pressure_sweep(s, roles)
+        pressed = _pressure_sweep(session, roles)
         if pressed:
-            return _settled(s, pressed, roles)
-    swept = _sweep(s, roles)  # nothing but a residual explanation: look everywhere before settling for it
+            return _settled(session, pressed, roles)
+    swept = _sweep(session, roles)  # nothing but a residual explanation: look everywhere before settling for it
     if any(not m.fallback for m in swept):
-        return _second_look(s, sym, swept, roles, tried)  # the deep scan stops at the first phase that matched
+        return _second_look(session, sym, swept, roles, tried)  # the deep scan stops at the first phase that matched
     return found or swept
 
 
 PRESSURE_CHECKS = ("processes", "cpu_throttled", "access_log", "web_config", "dhcp_config", "dns_records")
 
 
-def _pressure_sweep(s: Session, roles: dict[str, str]) -> list[Match]:
+def _pressure_sweep(session: Session, roles: dict[str, str]) -> list[Match]:
     """SADE's pressure sweep over the service devices: phase D's checks on each, matching after each check
     that raised a flag; the non-residual matches, or [] to go on with the deep scan."""
-    for dev in s.devices(*sorted(SERVICE_ROLES | {"backend"})):
+    for dev in session.devices(*sorted(SERVICE_ROLES | {"backend"})):
         for check in PRESSURE_CHECKS:
-            flags = len(s.flags)
-            _run(s, check, dev.name, "pressure sweep (no symptom seen)")
-            found = [m for m in match(s.flags, roles=roles) if not m.fallback] if len(s.flags) > flags else []
+            flags = len(session.flags)
+            _run(session, check, dev.name, "pressure sweep (no symptom seen)")
+            raised = len(session.flags) > flags
+            found = [m for m in match(session.flags, roles=roles) if not m.fallback] if raised else []
             if found:
                 return found
     return []
 
 
-def _sweep(s: Session, roles: dict[str, str]) -> list[Match]:
+def _sweep(session: Session, roles: dict[str, str]) -> list[Match]:
     """Step 2, the deep scan: each phase on every device, bottom-up, matching after each phase."""
     for phase in PHASES:
-        s.phase = phase
-        for dev in s.devices():
-            PHASE_SCANS[phase](s, dev)
-        found = [m for m in match(s.flags, roles=roles) if not m.fallback]
+        session.phase = phase
+        for dev in session.devices():
+            PHASE_SCANS[phase](session, dev)
+        found = [m for m in match(session.flags, roles=roles) if not m.fallback]
         named = {d for m in found for d in m.devices}
-        waits_for_server = phase != "D" and any(f.attrs.get("dhcp_client") for f in s.flags if f.device in named)
+        waits_for_server = phase != "D" and any(f.attrs.get("dhcp_client") for f in session.flags if f.device in named)
         if found and not waits_for_server:
             return found
-    return match(s.flags, roles=roles, complete=set(roles))
+    return match(session.flags, roles=roles, complete=set(roles))
 
 
-def flat(s: Session) -> list[Match]:
+def flat(session: Session) -> list[Match]:
     """No gating: the initial scan, every phase's scan on every device, then one match."""
-    roles = _roles(s)
-    initial_scan(s)
+    roles = _roles(session)
+    initial_scan(session)
     for phase in PHASES:
-        s.phase = phase
-        for dev in s.devices():
-            PHASE_SCANS[phase](s, dev)
-    return match(s.flags, roles=roles, complete=set(roles))
+        session.phase = phase
+        for dev in session.devices():
+            PHASE_SCANS[phase](session, dev)
+    return match(session.flags, roles=roles, complete=set(roles))
