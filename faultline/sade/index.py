@@ -1,23 +1,19 @@
 """Step 3 — the fault index: the initial scan's symptoms classified, and each mapped to skill families.
 
 `classify` turns the reachability matrix and the service canary into lead symptoms (kind + the device
-they implicate, most specific first). `families_for` reads `prompts/skills/index.yml`: the families to
-try for a symptom kind, and the redirection rules a flag triggers. `targets` resolves a skill probe's
+they implicate, most specific first). `families_for` reads `prompts/skills/index.yml` (`index_file`): the
+families to try for a symptom kind, and `redirects` the redirection rules a flag triggers. `targets` resolves a skill probe's
 `on:` (lead, gateway, peers, routers, lan, senders, clients, dhcp, dns, lb) to devices.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 
-import yaml
-
+from faultline.sade.index_file import load_index
 from faultline.sade.initial import Symptoms
 from faultline.sade.scans.common import behind, gateway_router, is_end, same_subnet
 from faultline.sade.session import Session
-from faultline.sade.skills import SKILLS_DIR
 
 
 @dataclass
@@ -29,21 +25,15 @@ class LeadSymptom:
     peers: list[str] = field(default_factory=list)
 
 
-@lru_cache(maxsize=2)
-def load_index(path: Path = SKILLS_DIR / "index.yml") -> dict:
-    """The index file: `symptoms: {kind: [families]}` and `rules: [{flag, family, why}]`."""
-    return yaml.safe_load(path.read_text())
-
-
 def families_for(kind: str) -> list[str]:
-    return list(load_index()["symptoms"].get(kind, []))
+    return list(load_index().symptoms.get(kind, []))
 
 
 def redirects(session: Session, devices: set[str]) -> list[str]:
     """Families the flags on `devices` point at (the index's disambiguation rules)."""
     kinds = {f.kind for f in session.flags if f.device in devices} | {
         k for f in session.flags if f.device in devices for k, v in f.attrs.items() if v is True}
-    return [r["family"] for r in load_index()["rules"] if r["flag"] in kinds]
+    return [r.family for r in load_index().rules if r.flag in kinds]
 
 
 def classify(session: Session, sym: Symptoms) -> list[LeadSymptom]:

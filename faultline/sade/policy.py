@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from faultline.network.snapshot import client_positions
-from faultline.sade.index import LeadSymptom, classify, families_for, load_index, redirects, targets
+from faultline.sade.index import LeadSymptom, classify, families_for, redirects, targets
+from faultline.sade.index_file import load_index
 from faultline.sade.initial import Symptoms, initial_scan, resolve_dependence, service_canary
 from faultline.sade.matcher import Match, match
 from faultline.sade.scans import CHECKS_BY_NAME, PHASE_SCANS
@@ -28,10 +29,6 @@ from faultline.sade.skills import skill
 from faultline.sade.ticket import ticket_leads
 
 PHASES = ("A", "B", "C", "D")
-INFRA_ROLES = {"router", "switch"}
-SERVICE_ROLES = {"dns", "dhcp", "lb", "web"}
-SERVICE_KINDS = ("service_failure", "service_unresolved", "service_slow", "service_slow_after_lookup", "ticket_dns",
-                 "ticket_address", "ticket_foreign_resolver", "service_no_lease", "service_timeout_after_lookup")
 
 
 def _roles(session: Session) -> dict[str, str]:
@@ -43,18 +40,19 @@ def explains(matches: list[Match], leads: list[LeadSymptom], session: Session, t
     real = [m for m in matches if not m.fallback]
     if not real:
         return False
+    index = load_index()
     roles = _roles(session)
     named = {d for m in real for d in m.devices}
-    upstream = any(roles.get(m.device) in INFRA_ROLES for m in real)
-    service = any((roles.get(m.device) in SERVICE_ROLES or m.family in ("dns", "dhcp")) and _fingerprint(m).fails_pages
-                  for m in real)
-    routers = {m.device for m in real if roles.get(m.device) in INFRA_ROLES}
+    upstream = any(roles.get(m.device) in index.roles.infrastructure for m in real)
+    service = any((roles.get(m.device) in index.roles.service or m.family in index.service_families)
+                  and _fingerprint(m).fails_pages for m in real)
+    routers = {m.device for m in real if roles.get(m.device) in index.roles.infrastructure}
     for lead in leads:
         if lead.kind == "service_no_lease":
             # only the DHCP server's side (or the path to it) explains a request no server answered
             if not (upstream or lead.lead in named or any(m.family == "dhcp" for m in real)):
                 return False
-        elif lead.kind in SERVICE_KINDS:
+        elif lead.kind in index.service_symptoms:
             # a fault on any device the failing request passed through (the user's own position included)
             if not (service or upstream or lead.lead in named or set(lead.peers) & named):
                 return False
@@ -78,20 +76,18 @@ def explains(matches: list[Match], leads: list[LeadSymptom], session: Session, t
     return True
 
 
-PROTOCOL_FREE_CHECKS = {"kernel_routes"}  # a static blackhole is in the kernel whatever routing protocol runs
-
-
 def _applies(session: Session, family: str, check: str = "") -> bool:
-    """SADE's phase-B rule: the OSPF skill on OSPF networks, the BGP skill on BGP networks (once a router's
-    configuration has been seen; before that, both apply). A check that reads no protocol's state (the
-    kernel's routes) applies on every network."""
-    if family not in ("ospf", "bgp") or check in PROTOCOL_FREE_CHECKS:
+    """SADE's phase-B rule: a routing protocol's skill (the index's `protocol_skills`) only on networks that run
+    the protocol (once a router's configuration has been seen; before that, every one applies). A check that
+    reads no protocol's state (`protocol_free_checks`: the kernel's routes) applies on every network."""
+    index = load_index()
+    keyword = index.protocol_skills.get(family)
+    if keyword is None or check in index.protocol_free_checks:
         return True
     configs = [st for st in session.steps
                if st.tool == "vtysh_show" and st.args.get("command") == "show running-config"]
     if not configs:
         return True
-    keyword = "router ospf" if family == "ospf" else "router bgp"
     return any(keyword in (out.raw if (out := session.seen("vtysh_show", **st.args)) else "") for st in configs)
 
 
@@ -107,7 +103,8 @@ def _run(session: Session, check: str, device: str, note: str) -> bool:
     return session.probe_calls > before
 
 
-FAR_TARGETS = {"routers", "clients", "senders"}
+# probe targets beyond the lead's neighbourhood (every router, every client, the senders): the second pass
+FAR_TARGETS = frozenset({"routers", "clients", "senders"})
 
 
 def _skill_search(session: Session, lead: LeadSymptom, leads: list[LeadSymptom], roles: dict[str, str],
@@ -193,7 +190,7 @@ def _far_ends(session: Session, device: str) -> set[str]:
     there, a crashed host); its interfaces are looked at next. Only links with one other device on them."""
     looked: set[str] = set()
     dev = session.device(device)
-    if dev.role not in INFRA_ROLES:
+    if dev.role not in load_index().roles.infrastructure:
         return looked
     out = session.seen("ip_addr", dev=device)
     dark = {f.attrs.get("ifname") for f in session.flags if f.device == device and f.kind == "iface_no_carrier"}
@@ -223,7 +220,7 @@ def _triage(session: Session, leads: list[LeadSymptom], roles: dict[str, str], t
 
 def _triage_look(session: Session, lead: LeadSymptom, note: str) -> bool:
     """The index's one cheap look for the lead's kind on the lead, if it has one; whether it asked anything new."""
-    check = (load_index().get("triage") or {}).get(lead.kind)
+    check = load_index().triage.get(lead.kind)
     return bool(check) and _run(session, check, lead.lead, f"{note} {lead.kind} {lead.lead}")
 
 
@@ -240,9 +237,11 @@ def _second_look(session: Session, sym: Symptoms, found: list[Match], roles: dic
     another place is submitted too (one fault can hide another's symptom)."""
     if not sym.failing or not any(not m.fallback for m in found):
         return found
+    index = load_index()
     named = {d for m in found for d in m.devices}
     isolated = {f.device for f in session.flags if f.kind == "isolated" and f.device}
-    cut_off = behind(session, {d for d in named if roles.get(d) in INFRA_ROLES})  # behind a router the answer names
+    # behind a router the answer names
+    cut_off = behind(session, {d for d in named if roles.get(d) in index.roles.infrastructure})
     hidden = _isolated_look(session, found, isolated - named - cut_off, roles)
     if hidden:
         return found + hidden
@@ -257,7 +256,7 @@ def _second_look(session: Session, sym: Symptoms, found: list[Match], roles: dic
     resolve_dependence(session, seen, note="second look: which server the page needs")
     if all(seen.depends_on.get(url) and seen.depends_on[url] <= gone for url, _ in seen.services):
         return found  # the pages fail for want of a server (or name server) the answer already cuts off
-    leads = [x for x in classify(session, seen) if x.kind in SERVICE_KINDS and x.lead not in named]
+    leads = [x for x in classify(session, seen) if x.kind in index.service_symptoms and x.lead not in named]
     extra: list[Match] = []
     for lead in leads:
         _triage_look(session, lead, "second look: triage")
@@ -310,12 +309,12 @@ def _affected_look(session: Session, found: list[Match], roles: dict[str, str]) 
 
 
 def _isolated_look(session: Session, found: list[Match], suspects: set[str], roles: dict[str, str]) -> list[Match]:
-    """Each isolated device the answer explains only through its peers gets the cheap look of the triage
-    (interfaces, then its packet filter): a second fault on it shows there."""
+    """Each isolated device the answer explains only through its peers gets the index's `isolated_look` checks
+    (the triage's cheap look: interfaces, then its packet filter): a second fault on it shows there."""
     labels = {m.label for m in found}
     named = {d for m in found for d in m.devices}
     for name in sorted(suspects)[:MAX_SUSPECTS]:
-        for check in ("interfaces", "filters"):
+        for check in load_index().isolated_look:
             _run(session, check, name, f"second look: isolated {name}")
             new = [m for m in match(session.flags, roles=roles) if not m.fallback and m.label not in labels
                    and name in m.devices and not set(m.devices) & named]
@@ -352,14 +351,12 @@ def deterministic(session: Session) -> list[Match]:
     return found or swept
 
 
-PRESSURE_CHECKS = ("processes", "cpu_throttled", "access_log", "web_config", "dhcp_config", "dns_records")
-
-
 def _pressure_sweep(session: Session, roles: dict[str, str]) -> list[Match]:
-    """SADE's pressure sweep over the service devices: phase D's checks on each, matching after each check
-    that raised a flag; the non-residual matches, or [] to go on with the deep scan."""
-    for dev in session.devices(*sorted(SERVICE_ROLES | {"backend"})):
-        for check in PRESSURE_CHECKS:
+    """SADE's pressure sweep over the service devices: the index's `pressure_sweep` checks on each, matching
+    after each check that raised a flag; the non-residual matches, or [] to go on with the deep scan."""
+    sweep = load_index().pressure_sweep
+    for dev in session.devices(*sweep.roles):
+        for check in sweep.checks:
             flags = len(session.flags)
             _run(session, check, dev.name, "pressure sweep (no symptom seen)")
             raised = len(session.flags) > flags

@@ -14,7 +14,8 @@ import re
 from urllib.parse import urlparse
 
 from faultline.network.snapshot import client_positions
-from faultline.sade.index import LeadSymptom, load_index
+from faultline.sade.index import LeadSymptom
+from faultline.sade.index_file import load_index
 from faultline.sade.scans.common import IPV4_TEXT, owner_of
 from faultline.sade.session import Session
 
@@ -25,22 +26,22 @@ def ticket_leads(session: Session) -> list[LeadSymptom]:
     text = (session.ticket or "").lower()
     if not text.strip():
         return []
-    for rule in load_index().get("ticket") or []:
-        if not any(re.search(word, text) for word in rule["words"]):
+    for rule in load_index().ticket:
+        if not any(re.search(word, text) for word in rule.words):
             continue
-        if rule.get("foreign") and not _foreign_address(session, text, rule["words"]):
+        if rule.foreign and not _foreign_address(session, text, rule.words):
             continue
         named = named_devices(session, text)
         roles = {d: session.device(d).role for d in named}
-        preferred = [d for role in rule.get("lead", []) for d in named if roles[d] == role]
-        if not preferred and rule.get("default") == "users":
+        preferred = [d for role in rule.lead for d in named if roles[d] == role]
+        if not preferred and rule.default == "users":
             # the user is not named: any user position could have written it, each one is a lead
             users = client_positions(session.devices())
-            return [LeadSymptom(rule["kind"], u, [d for d in users if d != u][:3]) for u in users]
-        default = [d.name for d in session.devices(rule["default"])] if rule.get("default") else []
+            return [LeadSymptom(rule.kind, u, [d for d in users if d != u][:3]) for u in users]
+        default = [d.name for d in session.devices(rule.default)] if rule.default else []
         lead = (preferred or default or [""])[0]
         if lead:
-            return [LeadSymptom(rule["kind"], lead, [d for d in named if d != lead][:3])]
+            return [LeadSymptom(rule.kind, lead, [d for d in named if d != lead][:3])]
     return []
 
 
