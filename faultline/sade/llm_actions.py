@@ -18,11 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from faultline.sade.initial import Symptoms
 from faultline.sade.matcher import Match, match
 from faultline.sade.records import Flag, Step
-from faultline.sade.scans import CHECKS_BY_NAME
+from faultline.sade.scans import CHECKS_BY_NAME, PHASES
 from faultline.sade.session import Session
 from faultline.sade.skills import load_skills
 
-PHASES = ("A", "B", "C", "D")
 ALL = "all"
 
 

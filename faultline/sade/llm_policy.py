@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from faultline.sade.engine import NoSubmission
 from faultline.sade.initial import Symptoms, initial_scan
 from faultline.sade.llm_actions import (
-    PHASES,
     Action,
     Walk,
     apply,
@@ -29,6 +28,7 @@ from faultline.sade.llm_actions import (
     compact_flag,
 )
 from faultline.sade.matcher import Match
+from faultline.sade.scans import PHASES
 from faultline.sade.session import Session
 
 if TYPE_CHECKING:
