@@ -2,8 +2,8 @@
 
 `classify` turns the reachability matrix and the service canary into lead symptoms (kind + the device
 they implicate, most specific first). `families_for` reads `prompts/skills/index.yml` (`index_file`): the
-families to try for a symptom kind, and `redirects` the redirection rules a flag triggers. `targets` resolves a skill probe's
-`on:` (lead, gateway, peers, routers, lan, senders, clients, dhcp, dns, lb) to devices.
+families to try for a symptom kind; `redirects`: the redirection rules a flag triggers. `targets` resolves a
+skill probe's `on:` (lead, gateway, peers, routers, lan, senders, clients, dhcp, dns, lb) to devices.
 """
 
 from __future__ import annotations

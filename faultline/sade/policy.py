@@ -35,7 +35,8 @@ def deterministic(session: Session) -> list[Match]:
     submit (empty = healthy)."""
     search = Search.start(session)
     sym = initial_scan(session)
-    search.leads = classify(session, sym) or ticket_leads(session)  # the network shows nothing: what the user saw
+    # no lead symptom from the network: what the user reported (the ticket) leads
+    search.leads = classify(session, sym) or ticket_leads(session)
     found = triage(search)
     # near evidence first for every lead (the other suspect's own look before this one's far fan-out)
     for far in (False, True):
