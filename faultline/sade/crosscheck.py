@@ -61,8 +61,8 @@ def cross_check(backend: Backend, *, label: str, devices: list[str], why: str = 
     if not skills:
         return CrossCheck(label=label, asked_devices=asked, outcome="not_checked",
                           reason=f"no skill of the library can name {label}")
-    s = Session(backend)
-    known = {d.name: d.role for d in s.devices()}
+    session = Session(backend)
+    known = {d.name: d.role for d in session.devices()}
     present = [d for d in asked if d in known]
     if not present:
         return CrossCheck(label=label, asked_devices=asked, outcome="not_checked",
@@ -73,8 +73,8 @@ def cross_check(backend: Backend, *, label: str, devices: list[str], why: str = 
     checks = list(dict.fromkeys(p.check for sk in skills for p in sk.probes))
     for check in checks:
         for name in present:
-            _run(s, check, name, f"cross-check {label} on {name}{f' ({why})' if why else ''}")
-    found = [m for m in match(s.flags, roles=known) if m.label == label and not m.fallback]
+            _run(session, check, name, f"cross-check {label} on {name}{f' ({why})' if why else ''}")
+    found = [m for m in match(session.flags, roles=known) if m.label == label and not m.fallback]
     tried = ", ".join(c.replace("_", " ") for c in checks) + " checks"  # words, not identifiers
     if found:
         devices_found = list(dict.fromkeys(d for m in found for d in m.devices))
@@ -83,13 +83,13 @@ def cross_check(backend: Backend, *, label: str, devices: list[str], why: str = 
         return CrossCheck(label=label, asked_devices=asked, checked_devices=present, outcome="confirmed",
                           reason=f"{found[0].family}/{found[0].fingerprint} matched on {', '.join(devices_found)}"
                                  f" ({tried}): {evidence}",
-                          matched_devices=devices_found, resources=resources, flags=list(s.flags),
-                          steps=list(s.steps))
-    seen = "; ".join(sorted({f"{f.kind} on {f.device}" for f in s.flags if f.device})) or "no anomaly"
+                          matched_devices=devices_found, resources=resources, flags=list(session.flags),
+                          steps=list(session.steps))
+    seen = "; ".join(sorted({f"{f.kind} on {f.device}" for f in session.flags if f.device})) or "no anomaly"
     return CrossCheck(label=label, asked_devices=asked, checked_devices=present, outcome="refuted",
                       reason=f"no fingerprint of {label} matched after {tried} on {', '.join(present)} "
                              f"(the probes saw: {seen})",
-                      flags=list(s.flags), steps=list(s.steps))
+                      flags=list(session.flags), steps=list(session.steps))
 
 
 __all__ = ["CrossCheck", "cross_check"]

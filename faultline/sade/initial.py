@@ -53,9 +53,9 @@ class Symptoms:
         return bool(self.failing or self.services or self.no_lease)
 
 
-def initial_scan(s: Session) -> Symptoms:
+def initial_scan(session: Session) -> Symptoms:
     """Reachability, then up to four URLs from the first user position; symptoms and leads."""
-    out = s.probe("reachability", note="who reaches whom (every end host pair)")
+    out = session.probe("reachability", note="who reaches whom (every end host pair)")
     sym = Symptoms()
     if out is not None:
         rows = out.record.rows
@@ -64,25 +64,25 @@ def initial_scan(s: Session) -> Symptoms:
                 continue  # no result at all: untested, not a symptom (SADE's `unknown` rule)
             if r.status != "ok":
                 sym.failing.append((r.src, r.dst, r.status))
-        _pair_leads(s, rows, sym)
+        _pair_leads(session, rows, sym)
     if not sym.failing:
-        _canary(s, sym)  # service checks matter when the network itself looks fine
-        _lease_canary(s, sym)
+        _canary(session, sym)  # service checks matter when the network itself looks fine
+        _lease_canary(session, sym)
     return sym
 
 
-def _lease_canary(s: Session, sym: Symptoms) -> None:
+def _lease_canary(session: Session, sym: Symptoms) -> None:
     """On a network whose hosts take their addresses from DHCP, one read-only lease request from the canary's
     user: a dead or unreachable DHCP server shows nowhere else while the leases handed out before still last."""
-    src = s.device(sym.source) if sym.source else _user_position(s)
-    if src is None or not dhcp_client(s, src):
+    src = session.device(sym.source) if sym.source else _user_position(session)
+    if src is None or not dhcp_client(session, src):
         return
-    out = s.probe("dhcp_check", src=src.name, note="service canary: a DHCP lease")
+    out = session.probe("dhcp_check", src=src.name, note="service canary: a DHCP lease")
     if out is not None and out.record.status == "no_lease":
         sym.no_lease.append(src.name)
 
 
-def _pair_leads(s: Session, rows: list, sym: Symptoms) -> None:
+def _pair_leads(session: Session, rows: list, sym: Symptoms) -> None:
     total: Counter[str] = Counter()
     bad: Counter[str] = Counter()
     partial: Counter[str] = Counter()
@@ -100,12 +100,12 @@ def _pair_leads(s: Session, rows: list, sym: Symptoms) -> None:
     isolated = [d for d in total if bad[d] >= 0.8 * total[d] and bad[d] >= 2]
     groups: dict[str, list[str]] = defaultdict(list)
     for name in isolated:
-        gw = gateway_router(s, s.device(name))
+        gw = gateway_router(session, session.device(name))
         groups[gw.name if gw else ""].append(name)
     leads: list[str] = []
     # a whole group behind one gateway is an upstream cascade: the gateway first
     for gw, members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-        if gw and len(members) >= 2 and len(members) >= len(behind(s, {gw})):
+        if gw and len(members) >= 2 and len(members) >= len(behind(session, {gw})):
             leads.append(gw)
     leads += sorted(isolated, key=lambda d: (-bad[d] / max(total[d], 1), -bad[d], d))
     for gw, members in groups.items():
@@ -115,21 +115,21 @@ def _pair_leads(s: Session, rows: list, sym: Symptoms) -> None:
     leads += [d for d, _ in bad.most_common() if d not in leads]
     sym.leads = leads
     for name in isolated:
-        flag(s, SCAN, s.device(name), "isolated", f"{bad[name]}/{total[name]} pairs with {name} fail",
+        flag(session, SCAN, session.device(name), "isolated", f"{bad[name]}/{total[name]} pairs with {name} fail",
              strength="weak")
-    unstable = _unstable(s, rows, partial)
+    unstable = _unstable(session, rows, partial)
     top = max(unstable.values(), default=0)
     for name, score in unstable.items():
         if score and score == top:
-            flag(s, SCAN, s.device(name), "partial_loss", f"{name}: intermittent (partial loss, one-way failures or "
-                 "latency far above the baseline)", family="link", strength="weak", ifname="eth0")
+            flag(session, SCAN, session.device(name), "partial_loss", f"{name}: intermittent (partial loss, one-way "
+                 "failures or latency far above the baseline)", family="link", strength="weak", ifname="eth0")
 
 
-def _unstable(s: Session, rows: list, partial: Counter[str]) -> dict[str, int]:
+def _unstable(session: Session, rows: list, partial: Counter[str]) -> dict[str, int]:
     """Per device: pairs lossy in part, failing one way only, or far slower than the baseline."""
     score: Counter[str] = Counter(partial)
     status = {(r.src, r.dst): r for r in rows}
-    base = s.baseline("reachability")
+    base = session.baseline("reachability")
     before = {(r.src, r.dst): r for r in base.record.rows} if base else {}
     for (src, dst), r in status.items():
         back = status.get((dst, src))
@@ -143,39 +143,39 @@ def _unstable(s: Session, rows: list, partial: Counter[str]) -> dict[str, int]:
     return dict(score)
 
 
-def service_canary(s: Session, avoid: set[str], limit: int = MAX_CANARY_URLS,
+def service_canary(session: Session, avoid: set[str], limit: int = MAX_CANARY_URLS,
                    note: str = "service canary") -> Symptoms:
     """The service canary from the first user position not in `avoid` (devices an answer already explains):
     what a user whose own network works sees of the services. Empty when there is no such position."""
     from faultline.network.snapshot import client_positions
 
     sym = Symptoms()
-    names = [n for n in client_positions(s.devices()) if n not in avoid]
+    names = [n for n in client_positions(session.devices()) if n not in avoid]
     if names:
-        _canary(s, sym, s.device(names[0]), limit, note)
+        _canary(session, sym, session.device(names[0]), limit, note)
     return sym
 
 
-def _canary(s: Session, sym: Symptoms, src: Device | None = None, limit: int = MAX_CANARY_URLS,
+def _canary(session: Session, sym: Symptoms, src: Device | None = None, limit: int = MAX_CANARY_URLS,
             note: str = "service canary") -> None:
-    urls = s.backend.urls[:limit]
-    src = src or _user_position(s)
+    urls = session.backend.urls[:limit]
+    src = src or _user_position(session)
     if not urls or src is None:
         return
     sym.source = src.name
     for url in urls:
-        out = s.probe("http_get", src=src.name, url=url, note=note)
+        out = session.probe("http_get", src=src.name, url=url, note=note)
         if out is None:
             continue
         rec = out.record
-        base = s.baseline("http_get", src=src.name, url=url)
+        base = session.baseline("http_get", src=src.name, url=url)
         slow = (rec.status == "ok" and base is not None and base.record.time_total_s and rec.time_total_s
                 and rec.time_total_s > max(SLOW_FACTOR * base.record.time_total_s,
                                            base.record.time_total_s + SLOW_EXTRA_S))
         if rec.status != "ok" or slow:
             problem = rec.status if rec.status != "ok" else f"slow {rec.time_total_s:.2f}s"
             sym.services.append((url, problem))
-            owner = _url_owner(s, rec)
+            owner = _url_owner(session, rec)
             if owner and owner not in sym.leads:
                 sym.leads.append(owner)
             silent = _resolver_silent(rec)
@@ -184,19 +184,19 @@ def _canary(s: Session, sym: Symptoms, src: Device | None = None, limit: int = M
             elif rec.status == "timeout" and rec.time_namelookup_s:
                 sym.timed_out_resolved.add(url)
             if rec.status == "dns_error" or silent:
-                sym.depends_on[url] = {d.name for d in s.devices("dns")}
+                sym.depends_on[url] = {d.name for d in session.devices("dns")}
             elif owner and rec.status != "ok":
                 sym.depends_on[url] = {owner}
             lookup = rec.time_namelookup_s or 0
             if slow and lookup <= max(SLOW_FACTOR * (base.record.time_namelookup_s or 0), SLOW_MIN_S):
                 sym.resolved_in_time.add(url)
             if rec.status != "dns_error" and base is not None and _lookup_alone_slow(rec, base.record):
-                for dns in s.devices("dns"):
-                    flag(s, SCAN, dns, "dns_slow", f"{src.name}: name lookup for {url} took {lookup:.2f}s "
+                for dns in session.devices("dns"):
+                    flag(session, SCAN, dns, "dns_slow", f"{src.name}: name lookup for {url} took {lookup:.2f}s "
                          f"(baseline {base.record.time_namelookup_s or 0:.2f}s), the rest of the request "
                          f"{(rec.time_total_s or 0) - lookup:.2f}s", family="dns", lookup_s=lookup)
             if rec.status == "dns_error" or lookup > SLOW_MIN_S:
-                for dns in s.devices("dns"):
+                for dns in session.devices("dns"):
                     if dns.name not in sym.leads:
                         sym.leads.append(dns.name)
             if src.name not in sym.leads:
@@ -205,7 +205,7 @@ def _canary(s: Session, sym: Symptoms, src: Device | None = None, limit: int = M
                 break  # every further name from this user goes to the same silent resolver: nothing new to see
 
 
-def resolve_dependence(s: Session, sym: Symptoms, note: str) -> None:
+def resolve_dependence(session: Session, sym: Symptoms, note: str) -> None:
     """For each failing page whose name resolved but whose server curl never reached (no address to tell it
     by), ask the user's resolver which address the name has: the device that owns it is what the page
     depends on."""
@@ -214,10 +214,10 @@ def resolve_dependence(s: Session, sym: Symptoms, note: str) -> None:
     for url, _ in sym.services:
         if url in sym.depends_on or url in sym.unresolved or sym.source is None or _url_address(url):
             continue
-        out = s.probe("dig", src=sym.source, name=urlsplit(url).hostname or "", note=note)
+        out = session.probe("dig", src=sym.source, name=urlsplit(url).hostname or "", note=note)
         rec = out.record if out is not None else None
         owners = {d.name for a in (rec.answers if rec is not None and rec.status == "NOERROR" else [])
-                  if a.rtype == "A" and (d := owner_of(s, a.data))}
+                  if a.rtype == "A" and (d := owner_of(session, a.data))}
         if owners:
             sym.depends_on[url] = owners
 
@@ -237,17 +237,17 @@ def _lookup_alone_slow(rec, base) -> bool:
     return lookup > max(SLOW_FACTOR * before, SLOW_MIN_S) and rest <= max(SLOW_FACTOR * rest_before, SLOW_MIN_S)
 
 
-def _user_position(s: Session) -> Device | None:
+def _user_position(session: Session) -> Device | None:
     from faultline.network.snapshot import client_positions
 
-    names = client_positions(s.devices())
-    return s.device(names[0]) if names else None
+    names = client_positions(session.devices())
+    return session.device(names[0]) if names else None
 
 
-def _url_owner(s: Session, rec) -> str | None:
+def _url_owner(session: Session, rec) -> str | None:
     """The device that serves the page: by the address curl connected to, else by an address in the URL."""
     ip = rec.remote_ip or _url_address(rec.url)
-    d = owner_of(s, ip) if ip else None
+    d = owner_of(session, ip) if ip else None
     return d.name if d else None
 
 

@@ -18,11 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from faultline.sade.initial import Symptoms
 from faultline.sade.matcher import Match, match
 from faultline.sade.records import Flag, Step
-from faultline.sade.scans import CHECKS_BY_NAME
+from faultline.sade.scans import CHECKS_BY_NAME, PHASES
 from faultline.sade.session import Session
 from faultline.sade.skills import load_skills
 
-PHASES = ("A", "B", "C", "D")
 ALL = "all"
 
 
@@ -68,7 +67,7 @@ def checks_of(phase: str) -> dict[str, Callable]:
 class Walk:
     """The policy's state over one session: current phase, coverage per device, skills read, turn log."""
 
-    s: Session
+    session: Session
     sym: Symptoms
     roles: dict[str, str]
     phase: str = "A"
@@ -82,7 +81,7 @@ class Walk:
         return {dev for dev, seen in self.done.items() if every <= seen}
 
     def matches(self) -> list[Match]:
-        return match(self.s.flags, roles=self.roles, complete=self.complete())
+        return match(self.session.flags, roles=self.roles, complete=self.complete())
 
     def must_cover(self) -> list[str]:
         """Devices a healthy answer needs fully scanned: the leads, or every device without a symptom."""
@@ -110,19 +109,19 @@ def _scan(w: Walk, a: Action) -> Outcome:
         return Outcome(f"refused: no device named '{a.device}' in this network", refused=True)
     devices = sorted(w.roles) if a.device == ALL else [a.device]
     chosen = mine if a.check == ALL else {a.check: mine[a.check]}
-    steps_before, flags_before = len(w.s.steps), len(w.s.flags)
-    w.s.phase = w.phase
+    steps_before, flags_before = len(w.session.steps), len(w.session.flags)
+    w.session.phase = w.phase
     for name in devices:
-        dev = w.s.device(name)
+        dev = w.session.device(name)
         for cname, check in chosen.items():
-            check(w.s, dev)
+            check(w.session, dev)
             w.done.setdefault(name, set()).add((w.phase, cname))
     w.phases_run.add(w.phase)
     if a.reason:
-        for step in w.s.steps[steps_before:]:
+        for step in w.session.steps[steps_before:]:
             step.note = f"{step.note} | model: {a.reason}" if step.note else f"model: {a.reason}"
-    new = w.s.flags[flags_before:]
-    probes = len(w.s.steps) - steps_before
+    new = w.session.flags[flags_before:]
+    probes = len(w.session.steps) - steps_before
     head = f"ran {a.check} (phase {w.phase}) on {a.device}: {probes} new probe call(s)"
     if not new:
         return Outcome(head + ", no new flags" + ("" if probes else " (already seen, or not applicable)"))
@@ -144,7 +143,7 @@ def _advance(w: Walk, a: Action) -> Outcome:
         return Outcome(f"refused: phase {target} needs phase(s) {', '.join(missing)} scanned at least once "
                        "first", refused=True)
     w.phase = target
-    w.s.phase = target
+    w.session.phase = target
     return Outcome(f"now in phase {target}; its checks are {sorted(checks_of(target))}")
 
 
@@ -153,9 +152,10 @@ def _read_skill(w: Walk, a: Action) -> Outcome:
     skill = skills.get(a.skill or "")
     if skill is None:
         return Outcome(f"refused: no skill named '{a.skill}'; skills are {sorted(skills)}", refused=True)
-    w.s.steps.append(Step(seq=len(w.s.steps) + 1, phase=w.s.phase, tool="read_skill",  # type: ignore[arg-type]
-                          args={"skill": skill.family}, output_digest=hashlib.sha256(skill.text.encode())
-                          .hexdigest()[:16], note=a.reason))
+    steps = w.session.steps
+    steps.append(Step(seq=len(steps) + 1, phase=w.session.phase, tool="read_skill",  # type: ignore[arg-type]
+                      args={"skill": skill.family}, output_digest=hashlib.sha256(skill.text.encode()).hexdigest()[:16],
+                      note=a.reason))
     if skill.family in w.skills_read:
         return Outcome(f"skill {skill.family} was already read; its text is under 'Skills you have read'")
     w.skills_read.append(skill.family)

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from faultline.sade.engine import NoSubmission
 from faultline.sade.initial import Symptoms, initial_scan
 from faultline.sade.llm_actions import (
-    PHASES,
     Action,
     Walk,
     apply,
@@ -29,6 +28,7 @@ from faultline.sade.llm_actions import (
     compact_flag,
 )
 from faultline.sade.matcher import Match
+from faultline.sade.scans import PHASES
 from faultline.sade.session import Session
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ MAX_FLAGS_SHOWN = 40  # the newest ones; older flags are counted, not listed, to
 MAX_PAIRS_SHOWN = 30
 
 
-def llm_policy(s: Session, *, settings: Settings, conn: duckdb.DuckDBPyConnection, model: str,
+def llm_policy(session: Session, *, settings: Settings, conn: duckdb.DuckDBPyConnection, model: str,
                incident_id: str | None = None, run_id: str | None = None) -> list[Match]:
     """Diagnose with `model` choosing the actions; the matches to submit (empty = healthy).
 
@@ -51,10 +51,10 @@ def llm_policy(s: Session, *, settings: Settings, conn: duckdb.DuckDBPyConnectio
     """
     from faultline.llm import complete_json, load_prompt
 
-    sym = initial_scan(s)
-    walk = Walk(s=s, sym=sym, roles={d.name: d.role for d in s.devices()})
-    index = _index(s, sym)
-    s.phase = walk.phase
+    sym = initial_scan(session)
+    walk = Walk(session=session, sym=sym, roles={d.name: d.role for d in session.devices()})
+    index = _index(session, sym)
+    session.phase = walk.phase
     rules = load_prompt(RULES_PROMPT).text
     reminder = load_prompt(REMINDER_PROMPT).text
     budget = settings.sade_max_turns
@@ -95,13 +95,13 @@ def llm_policy_runner(settings: Settings, *, model: str | None = None, incident_
                              fix="pass --model (a litellm model string such as openai/gpt-4o-mini) or set "
                                  "FAULTLINE_SADE_LLM_MODEL")
 
-    def run(s: Session) -> list[Match]:
+    def run(session: Session) -> list[Match]:
         from faultline import db
 
         own = conn is None
         connection = db.open_warehouse(settings) if own else conn
         try:
-            return llm_policy(s, settings=settings, conn=connection, model=chosen, incident_id=incident_id,
+            return llm_policy(session, settings=settings, conn=connection, model=chosen, incident_id=incident_id,
                               run_id=run_id)
         finally:
             if own:
@@ -127,12 +127,12 @@ def _variables(w: Walk, *, turn: int, budget: int, rules: str, index: str, histo
     }
 
 
-def _index(s: Session, sym: Symptoms) -> str:
+def _index(session: Session, sym: Symptoms) -> str:
     """SADE's fault index for this incident: each lead symptom and the skill families that own it, in order."""
     from faultline.sade.index import classify, families_for
 
     lines = []
-    for lead in classify(s, sym):
+    for lead in classify(session, sym):
         failing = f" (failing with {', '.join(lead.peers[:4])})" if lead.peers else ""
         lines.append(f"- {lead.kind} at {lead.lead}{failing} -> skills to try: {', '.join(families_for(lead.kind))}")
     return "\n".join(lines) or "- no lead symptom: a bottom-up sweep (A, B, C, D on every device) decides"
@@ -141,7 +141,7 @@ def _index(s: Session, sym: Symptoms) -> str:
 def _redirects(w: Walk) -> str:
     from faultline.sade.index import redirects
 
-    families = list(dict.fromkeys(redirects(w.s, {f.device for f in w.s.flags if f.device})))
+    families = list(dict.fromkeys(redirects(w.session, {f.device for f in w.session.flags if f.device})))
     return f"\n- flags so far also point at: {', '.join(families)}" if families else ""
 
 
@@ -156,7 +156,7 @@ def _symptoms(sym: Symptoms) -> str:
 
 
 def _flags(w: Walk) -> str:
-    flags = w.s.flags
+    flags = w.session.flags
     if not flags:
         return "none"
     shown = [compact_flag(f) for f in flags[-MAX_FLAGS_SHOWN:]]

@@ -1,18 +1,22 @@
 """SADE's deep-scan functions, one module per phase: A = L2/infrastructure, B = control plane and traffic
 control, C = host-local, D = service and resource. Each scan looks at one device, raises typed flags on
-the session, and compares with the healthy baseline where the backend has one."""
+the session, and compares with the healthy baseline where the backend has one. `run_check` runs one check by
+the name skills use."""
 
 from faultline.sade.scans import control, host, l2, service
 from faultline.sade.scans.control import control_scan
 from faultline.sade.scans.host import host_scan
 from faultline.sade.scans.l2 import l2_scan
 from faultline.sade.scans.service import service_scan
+from faultline.sade.session import Session
 
+PHASES = ("A", "B", "C", "D")  # the deep scan's phases, bottom-up
 PHASE_SCANS = {"A": l2_scan, "B": control_scan, "C": host_scan, "D": service_scan}
 # each phase's checks in order, one probe (rarely two) each: the policy matches after every check
 PHASE_CHECKS = {"A": l2.CHECKS, "B": control.CHECKS, "C": host.CHECKS, "D": service.CHECKS}
 
-__all__ = ["PHASE_CHECKS", "PHASE_SCANS", "control_scan", "host_scan", "l2_scan", "service_scan"]
+__all__ = ["CHECKS_BY_NAME", "PHASES", "PHASE_CHECKS", "PHASE_SCANS", "control_scan", "host_scan", "l2_scan",
+           "run_check", "service_scan"]
 
 # every check by name (the names skills use in their `probes:`), with the phase it belongs to
 CHECKS_BY_NAME = {
@@ -24,3 +28,16 @@ CHECKS_BY_NAME = {
     "dhcp_config": ("D", service._dhcp_config), "web_config": ("D", service._web_config),
     "cpu_throttled": ("D", service._cpu_throttled), "access_log": ("D", service._access_log),
 }
+
+
+def run_check(session: Session, check: str, device: str, note: str) -> bool:
+    """Run one named check on one device, in its phase; its new steps carry `note` (why it ran). Whether it
+    asked the network anything new."""
+    phase, func = CHECKS_BY_NAME[check]
+    session.phase = phase
+    before = session.probe_calls
+    func(session, session.device(device))
+    if session.probe_calls > before:
+        for step in session.steps[before - session.probe_calls:]:
+            step.note = f"{note}: {check}" if not step.note else f"{note}: {step.note}"
+    return session.probe_calls > before

@@ -27,9 +27,9 @@ def ipv4(addr: str) -> tuple[str, int] | None:
     return ip, int(plen) if plen.isdigit() else 32
 
 
-def owner_of(s: Session, ip: str) -> Device | None:
+def owner_of(session: Session, ip: str) -> Device | None:
     """The device whose configured (directory) addresses include `ip`."""
-    for d in s.devices():
+    for d in session.devices():
         for a in d.addresses:
             parsed = ipv4(a)
             if parsed and parsed[0] == ip:
@@ -46,39 +46,40 @@ def same_subnet(a: str, b: str) -> bool:
     return ipaddress.IPv4Address(pb[0]) in net
 
 
-def gateway_router(s: Session, dev: Device) -> Device | None:
+def gateway_router(session: Session, dev: Device) -> Device | None:
     """The router (or switch with routing) that shares the device's main subnet: its first hop."""
     if not dev.addresses:
         return None
-    for d in s.devices("router", "switch"):
+    for d in session.devices("router", "switch"):
         if any(same_subnet(dev.addresses[0], a) for a in d.addresses):
             return d
     return None
 
 
-def behind(s: Session, routers: set[str]) -> set[str]:
+def behind(session: Session, routers: set[str]) -> set[str]:
     """End devices whose first hop is one of `routers`."""
-    return {d.name for d in s.devices() if is_end(d) and (g := gateway_router(s, d)) and g.name in routers}
+    return {d.name for d in session.devices() if is_end(d) and (g := gateway_router(session, d)) and g.name in routers}
 
 
 def is_end(dev: Device) -> bool:
     return dev.role in END_ROLES
 
 
-def flag(s: Session, scan: str, dev: Device | None, kind: str, evidence: str, *, family: str | None = None,
+def flag(session: Session, scan: str, dev: Device | None, kind: str, evidence: str, *, family: str | None = None,
          strength: str = "strong", vs_baseline: bool = False, **attrs: Any) -> None:
     """Raise one flag on the session."""
-    s.flag(Flag(scan=scan, phase=s.phase if s.phase in ("A", "B", "C", "D") else "initial",  # type: ignore[arg-type]
-                device=dev.name if dev else None, kind=kind, evidence=evidence[:400], family=family,
-                strength=strength, vs_baseline=vs_baseline, attrs=attrs))  # type: ignore[arg-type]
+    phase = session.phase if session.phase in ("A", "B", "C", "D") else "initial"
+    session.flag(Flag(scan=scan, phase=phase, device=dev.name if dev else None, kind=kind,  # type: ignore[arg-type]
+                      evidence=evidence[:400], family=family,
+                      strength=strength, vs_baseline=vs_baseline, attrs=attrs))  # type: ignore[arg-type]
 
 
-def unreached(s: Session, scan: str, dev: Device, out: ProbeOutput) -> bool:
+def unreached(session: Session, scan: str, dev: Device, out: ProbeOutput) -> bool:
     """Whether `out` never reached `dev` (its management connection failed); flags `mgmt_unreachable` then.
     The output says nothing about the device's state, so the check stops there."""
     problem = out.result.transport_error if out.result is not None else None
     if problem is None:
         return False
-    flag(s, scan, dev, "mgmt_unreachable", f"{dev.name} does not answer on its management address: {problem}",
+    flag(session, scan, dev, "mgmt_unreachable", f"{dev.name} does not answer on its management address: {problem}",
          family="host_crash")
     return True

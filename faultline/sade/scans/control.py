@@ -22,10 +22,10 @@ _NETWORK = re.compile(r"^\s*network (\S+)(?: area (\S+))?", re.MULTILINE)
 _NULL0 = re.compile(r"^ip route (\S+) (?:Null0|blackhole)", re.MULTILINE)
 
 
-def control_scan(s: Session, dev: Device) -> None:
+def control_scan(session: Session, dev: Device) -> None:
     """Routers: FRR running configuration and kernel routes; every device: its qdiscs."""
     for check in CHECKS:
-        check(s, dev)
+        check(session, dev)
 
 
 def parse_config(text: str) -> dict:
@@ -53,114 +53,114 @@ def parse_config(text: str) -> dict:
     return info
 
 
-def _frr(s: Session, dev: Device) -> None:
+def _frr(session: Session, dev: Device) -> None:
     if dev.role != "router":
         return
-    out = s.probe("vtysh_show", dev=dev.name, command="show running-config", note="FRR running configuration")
+    out = session.probe("vtysh_show", dev=dev.name, command="show running-config", note="FRR running configuration")
     if out is None:
         return
     rec = out.record
     if rec.error or rec.daemon_down or "Current configuration" not in out.raw:
-        flag(s, SCAN_FRR, dev, "frr_unreachable", (rec.error or out.raw.strip())[:200], family="frr")
+        flag(session, SCAN_FRR, dev, "frr_unreachable", (rec.error or out.raw.strip())[:200], family="frr")
         return
     now = parse_config(out.raw)
-    base_out = s.baseline("vtysh_show", dev=dev.name, command="show running-config")
+    base_out = session.baseline("vtysh_show", dev=dev.name, command="show running-config")
     base = parse_config(base_out.raw) if base_out and "Current configuration" in base_out.raw else None
     if base and base["bgp_as"] and now["bgp_as"] and base["bgp_as"] != now["bgp_as"]:
-        flag(s, SCAN_FRR, dev, "bgp_as_changed", f"router bgp {now['bgp_as']} (baseline router bgp {base['bgp_as']})",
-             family="bgp", vs_baseline=True)
+        flag(session, SCAN_FRR, dev, "bgp_as_changed",
+             f"router bgp {now['bgp_as']} (baseline router bgp {base['bgp_as']})", family="bgp", vs_baseline=True)
     if base and base["bgp_as"] == now["bgp_as"]:
         gone = [n for n in base["bgp_networks"] if n not in now["bgp_networks"]]
         if gone:
-            flag(s, SCAN_FRR, dev, "bgp_network_removed", "network statements gone: " + ", ".join(gone),
+            flag(session, SCAN_FRR, dev, "bgp_network_removed", "network statements gone: " + ", ".join(gone),
                  family="bgp", vs_baseline=True, prefixes=gone)
     if now["bgp_as"] and base is None:
-        _peer_as_check(s, dev, now["bgp_as"])
+        _peer_as_check(session, dev, now["bgp_as"])
     if now["bgp_as"] and not now["bgp_networks"] and not base:
-        flag(s, SCAN_FRR, dev, "bgp_network_removed", f"router bgp {now['bgp_as']} announces no network",
+        flag(session, SCAN_FRR, dev, "bgp_network_removed", f"router bgp {now['bgp_as']} announces no network",
              family="bgp", prefixes=[])
     for prefix in now["null0"]:
         if prefix in now["bgp_networks"]:
-            flag(s, SCAN_FRR, dev, "bgp_null0_announced", f"ip route {prefix} Null0 + network {prefix}",
+            flag(session, SCAN_FRR, dev, "bgp_null0_announced", f"ip route {prefix} Null0 + network {prefix}",
                  family="bgp", prefix=prefix)
     for prefix in now["bgp_networks"]:
-        if _lo_foreign(s, dev, prefix):
-            flag(s, SCAN_FRR, dev, "bgp_foreign_announced", f"network {prefix} (a prefix bound to lo, not this "
+        if _lo_foreign(session, dev, prefix):
+            flag(session, SCAN_FRR, dev, "bgp_foreign_announced", f"network {prefix} (a prefix bound to lo, not this "
                  "router's own subnet)", family="bgp", prefix=prefix)
     if now["ospf"] and not now["ospf_networks"] and not now["interface_areas"]:
-        flag(s, SCAN_FRR, dev, "ospf_no_network", "router ospf without any network statement", family="ospf")
+        flag(session, SCAN_FRR, dev, "ospf_no_network", "router ospf without any network statement", family="ospf")
     if base and now["ospf"] and base["ospf_networks"]:
         areas_now = {a for _, a in now["ospf_networks"]}
         areas_before = {a for _, a in base["ospf_networks"]}
         if now["ospf_networks"] and areas_now != areas_before:
-            flag(s, SCAN_FRR, dev, "ospf_area_changed", f"OSPF areas {sorted(areas_now)} (baseline "
+            flag(session, SCAN_FRR, dev, "ospf_area_changed", f"OSPF areas {sorted(areas_now)} (baseline "
                  f"{sorted(areas_before)})", family="ospf", vs_baseline=True, areas=sorted(areas_now - areas_before))
 
 
 _NEIGHBOR_AS = re.compile(r"^\s*neighbor (\S+) remote-as (\S+)", re.MULTILINE)
 
 
-def _peer_as_check(s: Session, dev: Device, local_as: str) -> None:
+def _peer_as_check(session: Session, dev: Device, local_as: str) -> None:
     """Without a baseline: ask one BGP peer which AS it expects this router to have (one probe)."""
-    out = s.seen("vtysh_show", dev=dev.name, command="show running-config")
+    out = session.seen("vtysh_show", dev=dev.name, command="show running-config")
     if out is None:
         return
     mine = {p[0] for a in dev.addresses if (p := ipv4(a))}
     from faultline.sade.scans.common import owner_of
 
     for peer_ip, _ in _NEIGHBOR_AS.findall(out.raw):
-        peer = owner_of(s, peer_ip)
+        peer = owner_of(session, peer_ip)
         if peer is None or peer.role != "router":
             continue
-        cfg = s.probe("vtysh_show", dev=peer.name, command="show running-config", note="peer's view of our AS")
+        cfg = session.probe("vtysh_show", dev=peer.name, command="show running-config", note="peer's view of our AS")
         if cfg is None:
             return
         for ip, expected in _NEIGHBOR_AS.findall(cfg.raw):
             if ip in mine and expected not in (local_as, "internal", "external"):
-                flag(s, SCAN_FRR, dev, "bgp_as_changed", f"router bgp {local_as}, but {peer.name} has neighbor {ip} "
-                     f"remote-as {expected}", family="bgp", peer=peer.name)
+                flag(session, SCAN_FRR, dev, "bgp_as_changed", f"router bgp {local_as}, but {peer.name} has neighbor "
+                     f"{ip} remote-as {expected}", family="bgp", peer=peer.name)
         return
 
 
-def _lo_foreign(s: Session, dev: Device, prefix: str) -> bool:
-    out = s.seen("ip_addr", dev=dev.name)
+def _lo_foreign(session: Session, dev: Device, prefix: str) -> bool:
+    out = session.seen("ip_addr", dev=dev.name)
     if out is None:
         return False
     lo = next((i for i in out.record.interfaces if i.ifname == "lo"), None)
     return bool(lo and prefix in lo.addresses and not prefix.endswith("/32"))
 
 
-def _kernel_blackholes(s: Session, dev: Device) -> None:
+def _kernel_blackholes(session: Session, dev: Device) -> None:
     if dev.role != "router":
         return
-    out = s.probe("ip_route", dev=dev.name, note="kernel routes")
+    out = session.probe("ip_route", dev=dev.name, note="kernel routes")
     if out is None:
         return
-    cfg = s.seen("vtysh_show", dev=dev.name, command="show running-config")
+    cfg = session.seen("vtysh_show", dev=dev.name, command="show running-config")
     null0 = set(parse_config(cfg.raw)["null0"]) if cfg else set()
     for r in out.record.routes:
         if r.type in ("blackhole", "unreachable", "prohibit") and r.dst not in null0:
             connected = any(same_subnet(a, r.dst.split("/")[0] + "/32") and ipv4(a) and ipv4(a)[1] < 31  # type: ignore[index]
                             for a in dev.addresses)
-            flag(s, SCAN_FRR, dev, "kernel_blackhole", f"{r.type} {r.dst} (proto {r.protocol or 'static'}), not "
+            flag(session, SCAN_FRR, dev, "kernel_blackhole", f"{r.type} {r.dst} (proto {r.protocol or 'static'}), not "
                  "from FRR", family="bgp", prefix=r.dst, connected=connected)
 
 
-def _qdiscs(s: Session, dev: Device) -> None:
-    out = s.probe("tc_qdisc", dev=dev.name, note="queueing disciplines")
+def _qdiscs(session: Session, dev: Device) -> None:
+    out = session.probe("tc_qdisc", dev=dev.name, note="queueing disciplines")
     if out is None:
         return
     for q in out.record.qdiscs:
         if q.kind in SHAPERS and (q.drops or 0) >= MIN_DROPS and (q.drops or 0) >= DROP_SHARE * (q.packets or 0):
             # more arrives than the shaper lets through: it queues to its limit and drops the rest
-            flag(s, SCAN_TC, dev, "shaper_dropping", f"{q.dev}: qdisc {q.kind} dropped {q.drops} packets, sent "
+            flag(session, SCAN_TC, dev, "shaper_dropping", f"{q.dev}: qdisc {q.kind} dropped {q.drops} packets, sent "
                  f"{q.packets} (overlimits {q.overlimits}, backlog {q.backlog} bytes)", family="tc", ifname=q.dev,
                  drops=q.drops)
         if q.kind in DEFAULT_QDISCS or q.dev == "lo" or q.dev.startswith("ifb"):
             continue
         kind = "tc_tbf" if q.kind == "tbf" else "tc_netem" if q.kind == "netem" else "tc_other"
         rate = q.options.get("rate") if isinstance(q.options, dict) else None
-        flag(s, SCAN_TC, dev, kind, f"{q.dev}: qdisc {q.kind} {'root' if q.root else 'parent ' + str(q.parent)}"
+        flag(session, SCAN_TC, dev, kind, f"{q.dev}: qdisc {q.kind} {'root' if q.root else 'parent ' + str(q.parent)}"
              f"{' rate ' + str(rate) if rate else ''} (drops {q.drops})", family="tc", ifname=q.dev, root=q.root)
 
 

@@ -14,72 +14,72 @@ from faultline.sade.session import Session
 SCAN = "host_path_snapshot"
 
 
-def host_scan(s: Session, dev: Device) -> None:
+def host_scan(session: Session, dev: Device) -> None:
     """Default route, resolver, DHCP lease (end devices only)."""
     for check in CHECKS:
-        check(s, dev)
+        check(session, dev)
 
 
-def dhcp_client(s: Session, dev: Device) -> bool:
+def dhcp_client(session: Session, dev: Device) -> bool:
     """Hosts of a network with a DHCP server take their address, gateway and resolver from it."""
-    return dev.role == "host" and bool(s.devices("dhcp"))
+    return dev.role == "host" and bool(session.devices("dhcp"))
 
 
-def _default_route(s: Session, dev: Device) -> None:
+def _default_route(session: Session, dev: Device) -> None:
     if not is_end(dev):
         return
-    out = s.probe("ip_route", dev=dev.name, note="default route")
+    out = session.probe("ip_route", dev=dev.name, note="default route")
     if out is None:
         return
     default = next((r for r in out.record.routes if r.dst == "default"), None)
     if default is None:
-        if s.has("no_ipv4", dev.name) or s.has("iface_missing", dev.name):
+        if session.has("no_ipv4", dev.name) or session.has("iface_missing", dev.name):
             return  # the missing address already explains it
-        flag(s, SCAN, dev, "no_default_route", "no default route", family="host_ip",
-             dhcp_client=dhcp_client(s, dev))
+        flag(session, SCAN, dev, "no_default_route", "no default route", family="host_ip",
+             dhcp_client=dhcp_client(session, dev))
         return
     gw = default.gateway
     if not gw:
         return
-    owner = owner_of(s, gw)
-    base = s.baseline("ip_route", dev=dev.name)
+    owner = owner_of(session, gw)
+    base = session.baseline("ip_route", dev=dev.name)
     before = next((r.gateway for r in base.record.routes if r.dst == "default"), None) if base else None
     if before == gw:
         return
     if owner is None or owner.role not in ("router", "switch", "lb"):
-        flag(s, SCAN, dev, "gateway_wrong", f"default via {gw} (no router owns it"
+        flag(session, SCAN, dev, "gateway_wrong", f"default via {gw} (no router owns it"
              f"{'; baseline via ' + before if before else ''})", family="host_ip", gateway=gw,
-             dhcp_client=dhcp_client(s, dev))
+             dhcp_client=dhcp_client(session, dev))
 
 
-def _resolver(s: Session, dev: Device) -> None:
+def _resolver(session: Session, dev: Device) -> None:
     if not is_end(dev):
         return
-    path = next((p for p in s.backend.files.get(dev.name, []) if p.endswith("/resolv.conf")), None)
+    path = next((p for p in session.backend.files.get(dev.name, []) if p.endswith("/resolv.conf")), None)
     if path is None:
         return
-    out = s.probe("read_file", dev=dev.name, path=path, note="resolver configuration")
+    out = session.probe("read_file", dev=dev.name, path=path, note="resolver configuration")
     if out is None or out.record.error:
         return
     servers = [line.split()[1] for line in out.record.text.splitlines()
                if line.startswith("nameserver") and len(line.split()) > 1]
-    dns_ips = {p[0] for d in s.devices("dns") for a in d.addresses if (p := ipv4(a))}
+    dns_ips = {p[0] for d in session.devices("dns") for a in d.addresses if (p := ipv4(a))}
     if not dns_ips:
         return
     foreign = [ip for ip in servers if ip not in dns_ips]
     if foreign:
-        flag(s, SCAN, dev, "resolver_foreign", f"{path}: nameserver {' '.join(foreign)} (the network's DNS: "
-             f"{' '.join(sorted(dns_ips))})", family="host_ip", servers=foreign, dhcp_client=dhcp_client(s, dev))
+        flag(session, SCAN, dev, "resolver_foreign", f"{path}: nameserver {' '.join(foreign)} (the network's DNS: "
+             f"{' '.join(sorted(dns_ips))})", family="host_ip", servers=foreign, dhcp_client=dhcp_client(session, dev))
 
 
-def _dhcp(s: Session, dev: Device) -> None:
-    if not dhcp_client(s, dev):
+def _dhcp(session: Session, dev: Device) -> None:
+    if not dhcp_client(session, dev):
         return
-    out = s.probe("dhcp_check", src=dev.name, note="read-only DHCP request")
+    out = session.probe("dhcp_check", src=dev.name, note="read-only DHCP request")
     if out is None:
         return
     if out.record.status == "no_lease":
-        flag(s, SCAN, dev, "dhcp_no_lease", f"DHCP on {dev.name}: {out.record.error or 'no lease offered'}",
+        flag(session, SCAN, dev, "dhcp_no_lease", f"DHCP on {dev.name}: {out.record.error or 'no lease offered'}",
              family="dhcp", dhcp_client=True)
 
 

@@ -25,40 +25,40 @@ DAEMON = {"dns": "dnsmasq", "dhcp": "dnsmasq", "web": "nginx", "lb": "nginx", "b
 _ACCESS = re.compile(r"^(\S+) \S+ \S+ \[([^\]]+)\]", re.MULTILINE)  # combined/common log format
 
 
-def service_scan(s: Session, dev: Device) -> None:
+def service_scan(session: Session, dev: Device) -> None:
     """Processes and CPU caps on every device; service configuration on service devices."""
     for check in CHECKS:
-        check(s, dev)
+        check(session, dev)
 
 
-def _processes(s: Session, dev: Device) -> None:
-    out = s.probe("processes", dev=dev.name, note="process list")
-    if out is None or unreached(s, SCAN_P, dev, out):
+def _processes(session: Session, dev: Device) -> None:
+    out = session.probe("processes", dev=dev.name, note="process list")
+    if out is None or unreached(session, SCAN_P, dev, out):
         return
     procs = out.record.processes
-    base = s.baseline("processes", dev=dev.name)
+    base = session.baseline("processes", dev=dev.name)
     if is_end(dev):
-        _busy(s, dev, procs, base)
+        _busy(session, dev, procs, base)
     if is_end(dev) and not procs and base is not None and base.record.processes:
-        flag(s, SCAN_P, dev, "processes_gone", f"no process left (baseline: {len(base.record.processes)})",
+        flag(session, SCAN_P, dev, "processes_gone", f"no process left (baseline: {len(base.record.processes)})",
              family="host_crash")
     daemon = DAEMON.get(dev.role)
     if daemon and not any(daemon in (p.args or p.comm) for p in procs):
-        flag(s, SCAN_P, dev, "daemon_missing", f"no {daemon} process on {dev.name} ({len(procs)} processes)",
+        flag(session, SCAN_P, dev, "daemon_missing", f"no {daemon} process on {dev.name} ({len(procs)} processes)",
              family={"dns": "dns", "dhcp": "dhcp"}.get(dev.role, "service"), daemon=daemon)
     if dev.role == "router" and not any(name in (p.args or p.comm) for p in procs for name in ("zebra", "bgpd",
                                                                                                "ospfd", "ripd")):
-        flag(s, SCAN_P, dev, "frr_processes_missing", f"no FRR daemon among {len(procs)} processes", family="frr")
+        flag(session, SCAN_P, dev, "frr_processes_missing", f"no FRR daemon among {len(procs)} processes", family="frr")
 
 
-def _busy(s: Session, dev: Device, procs: list, base) -> None:
+def _busy(session: Session, dev: Device, procs: list, base) -> None:
     """Processes using half a CPU or more: over the last second (two samples of /proc) where the network can
     take them, else `ps`'s average over each process's life; a process as busy in the baseline is usual."""
-    sampled = s.probe("cpu_usage", dev=dev.name, interval_s=1.0, note="CPU use over one second") \
-        if s.backend.offers("cpu_usage") else None
+    sampled = session.probe("cpu_usage", dev=dev.name, interval_s=1.0, note="CPU use over one second") \
+        if session.backend.offers("cpu_usage") else None
     if sampled is not None and not sampled.record.error:
         rows, how = sampled.record.processes, "over 1 s"
-        before = s.baseline("cpu_usage", dev=dev.name, interval_s=1.0)
+        before = session.baseline("cpu_usage", dev=dev.name, interval_s=1.0)
         usual = {p.comm for p in before.record.processes if p.cpu_pct >= BUSY_PCT} if before else set()
         busy = [p for p in rows if p.cpu_pct >= BUSY_PCT and p.comm not in usual]
         load = f"; {sampled.record.running} runnable, the machine {sampled.record.busy_pct:.0f}% busy"
@@ -68,34 +68,34 @@ def _busy(s: Session, dev: Device, procs: list, base) -> None:
         busy = [p for p in procs if p.cpu_pct >= BUSY_PCT and (p.args or p.comm) not in usual]
     if busy:
         total = sum(p.cpu_pct for p in busy)
-        flag(s, SCAN_P, dev, "cpu_busy", f"{len(busy)} process(es) using {total:.0f}% of a CPU {how}: " + "; ".join(
-             f"pid {p.pid} {p.comm} {p.cpu_pct:.0f}%" for p in busy[:4]) + load, family="resource",
+        flag(session, SCAN_P, dev, "cpu_busy", f"{len(busy)} process(es) using {total:.0f}% of a CPU {how}: "
+             + "; ".join(f"pid {p.pid} {p.comm} {p.cpu_pct:.0f}%" for p in busy[:4]) + load, family="resource",
              cpu_pct=round(total, 1))
 
 
-def _cpu_throttled(s: Session, dev: Device) -> None:
+def _cpu_throttled(session: Session, dev: Device) -> None:
     """A CPU group (a container's CPU limit) that the kernel stopped in most of its periods: its processes
     wait for the CPU whatever they run."""
     if not is_end(dev):
         return
-    out = s.probe("cgroup_cpu", dev=dev.name, note="CPU limits and throttling counters")
+    out = session.probe("cgroup_cpu", dev=dev.name, note="CPU limits and throttling counters")
     if out is None:
         return
     for g in out.record.groups:
         periods, throttled = g.nr_periods or 0, g.nr_throttled or 0
         if periods >= MIN_PERIODS and throttled >= THROTTLED_SHARE * periods:
             limit = f"{g.cpu_limit_pct:.0f}% of a CPU" if g.cpu_limit_pct is not None else "no limit"
-            flag(s, SCAN_P, dev, "cpu_throttled", f"CPU group {g.path}: throttled in {throttled}/{periods} periods "
-                 f"(limit {limit}, {(g.throttled_time_ns or 0) / 1e9:.1f} s waiting)", family="resource",
+            flag(session, SCAN_P, dev, "cpu_throttled", f"CPU group {g.path}: throttled in {throttled}/{periods} "
+                 f"periods (limit {limit}, {(g.throttled_time_ns or 0) / 1e9:.1f} s waiting)", family="resource",
                  share=round(throttled / periods, 3))
 
 
-def _access_log(s: Session, dev: Device) -> None:
+def _access_log(session: Session, dev: Device) -> None:
     """The web server's request rate: its busiest second in the access log, and who sent those requests.
     The flood's victim is the server; the senders are named (devices of this network or outside ones)."""
     if dev.role not in ("web", "lb", "backend"):
         return
-    path, text = _read(s, dev, "/access.log")
+    path, text = _read(session, dev, "/access.log")
     if not text:
         return
     rows = _ACCESS.findall(text)
@@ -108,68 +108,68 @@ def _access_log(s: Session, dev: Device) -> None:
     clients = Counter(ip for ip, _ in rows)
     names = []
     for ip, n in clients.most_common(4):
-        owner = owner_of(s, ip)
+        owner = owner_of(session, ip)
         names.append(f"{ip} ({owner.name if owner else 'outside this network'}): {n}")
-    cut = (out := s.seen("read_file", dev=dev.name, path=path)) is not None and out.record.truncated
-    flag(s, SCAN_S, dev, "request_surge", f"{path}: {peak} requests in the second {stamp}, {len(rows)} logged"
+    cut = (out := session.seen("read_file", dev=dev.name, path=path)) is not None and out.record.truncated
+    flag(session, SCAN_S, dev, "request_surge", f"{path}: {peak} requests in the second {stamp}, {len(rows)} logged"
          f"{' (the start of the file only)' if cut else ''}; senders {', '.join(names)}", family="resource",
          peak_per_s=peak, senders=[ip for ip, _ in clients.most_common(4)])
 
 
-def _read(s: Session, dev: Device, suffix: str):
-    path = next((p for p in s.backend.files.get(dev.name, []) if p.endswith(suffix)), None)
+def _read(session: Session, dev: Device, suffix: str):
+    path = next((p for p in session.backend.files.get(dev.name, []) if p.endswith(suffix)), None)
     if path is None:
         return None, None
-    out = s.probe("read_file", dev=dev.name, path=path, note=f"service file {suffix}")
+    out = session.probe("read_file", dev=dev.name, path=path, note=f"service file {suffix}")
     return path, (out.record.text if out is not None and not out.record.error else None)
 
 
-def _dns_records(s: Session, dev: Device) -> None:
+def _dns_records(session: Session, dev: Device) -> None:
     if dev.role != "dns":
         return
-    path, text = _read(s, dev, "/hosts")
+    path, text = _read(session, dev, "/hosts")
     if not text:
         return
     for line in text.splitlines():
         parts = line.split()
         if len(parts) < 2 or not IPV4_TEXT.fullmatch(parts[0]):
             continue
-        owner = owner_of(s, parts[0])
+        owner = owner_of(session, parts[0])
         if owner is None or owner.role in ("host", "client", "router", "switch"):
-            flag(s, SCAN_S, dev, "dns_record_wrong", f"{path}: {line.strip()} -> "
+            flag(session, SCAN_S, dev, "dns_record_wrong", f"{path}: {line.strip()} -> "
                  f"{owner.name + ' (' + owner.role + ')' if owner else 'no device'}", family="dns", name=parts[1])
 
 
-def _dhcp_config(s: Session, dev: Device) -> None:
+def _dhcp_config(session: Session, dev: Device) -> None:
     if dev.role != "dhcp":
         return
-    path, text = _read(s, dev, "/dnsmasq.conf")
+    path, text = _read(session, dev, "/dnsmasq.conf")
     if not text:
         return
     ranges = re.findall(r"^dhcp-range=set:(\w+),([\d.]+)", text, re.MULTILINE)
     options = re.findall(r"^dhcp-option=tag:(\w+),option:([\w-]+),([\d.]+)", text, re.MULTILINE)
-    dns_ips = {p[0] for d in s.devices("dns") for a in d.addresses if (p := ipv4(a))}
+    dns_ips = {p[0] for d in session.devices("dns") for a in d.addresses if (p := ipv4(a))}
     for tag, option, value in options:
-        owner = owner_of(s, value)
+        owner = owner_of(session, value)
         if option == "router" and (owner is None or owner.role not in ("router", "switch")):
-            flag(s, SCAN_S, dev, "dhcp_router_foreign", f"{path}: dhcp-option tag:{tag} router {value} (no router "
-                 "owns it)", family="dhcp", tag=tag, subnet_ip=value)
+            flag(session, SCAN_S, dev, "dhcp_router_foreign", f"{path}: dhcp-option tag:{tag} router {value} (no "
+                 "router owns it)", family="dhcp", tag=tag, subnet_ip=value)
         if option == "dns-server" and dns_ips and value not in dns_ips:
-            flag(s, SCAN_S, dev, "dhcp_dns_foreign", f"{path}: dhcp-option tag:{tag} dns-server {value} (the "
+            flag(session, SCAN_S, dev, "dhcp_dns_foreign", f"{path}: dhcp-option tag:{tag} dns-server {value} (the "
                  f"network's DNS: {' '.join(sorted(dns_ips))})", family="dhcp", tag=tag, subnet_ip=value)
     served = [start for _, start in ranges]
-    for host in s.devices("host"):
+    for host in session.devices("host"):
         if host.addresses and not any(same_subnet(host.addresses[0], ip + "/32") for ip in served):
-            flag(s, SCAN_S, dev, "dhcp_subnet_missing", f"{path}: no dhcp-range for {host.name}'s subnet "
+            flag(session, SCAN_S, dev, "dhcp_subnet_missing", f"{path}: no dhcp-range for {host.name}'s subnet "
                  f"({host.addresses[0]})", family="dhcp", host=host.name)
 
 
-def _web_config(s: Session, dev: Device) -> None:
+def _web_config(session: Session, dev: Device) -> None:
     if dev.role not in ("web", "lb"):
         return
-    path, text = _read(s, dev, "/nginx.conf")
+    path, text = _read(session, dev, "/nginx.conf")
     if text and (m := re.search(r"^\s*limit_rate\s+\S+;", text, re.MULTILINE)):
-        flag(s, SCAN_S, dev, "web_rate_limited", f"{path}: {m.group(0).strip()}", family="resource")
+        flag(session, SCAN_S, dev, "web_rate_limited", f"{path}: {m.group(0).strip()}", family="resource")
 
 
 CHECKS = [_processes, _dns_records, _dhcp_config, _web_config, _access_log, _cpu_throttled]
