@@ -163,7 +163,7 @@ def test_eval_sade_names_a_missing_corpus_and_the_fix(run_cli, capsys) -> None:
 def test_an_isolated_host_is_not_explained_by_one_named_peer_alone() -> None:
     from faultline.sade.index import LeadSymptom
     from faultline.sade.matcher import Match
-    from faultline.sade.policy import explains
+    from faultline.sade.search import explains
     from faultline.sade.session import Session
 
     s = Session(snapshot_backend(SAMPLE / "backlog/sample-backlog-043" / "snapshot.json.gz"))

@@ -53,7 +53,7 @@ def cross_check(backend: Backend, *, label: str, devices: list[str], why: str = 
     """Probe `devices` for `label` with its skills' checks (see the module docstring); never raises on a
     device or label the network does not know: that is a `not_checked` result with the reason."""
     from faultline.sade.matcher import match
-    from faultline.sade.policy import _run
+    from faultline.sade.scans import run_check
     from faultline.sade.session import Session
 
     asked = list(dict.fromkeys(devices))
@@ -73,7 +73,7 @@ def cross_check(backend: Backend, *, label: str, devices: list[str], why: str = 
     checks = list(dict.fromkeys(p.check for sk in skills for p in sk.probes))
     for check in checks:
         for name in present:
-            _run(session, check, name, f"cross-check {label} on {name}{f' ({why})' if why else ''}")
+            run_check(session, check, name, f"cross-check {label} on {name}{f' ({why})' if why else ''}")
     found = [m for m in match(session.flags, roles=known) if m.label == label and not m.fallback]
     tried = ", ".join(c.replace("_", " ") for c in checks) + " checks"  # words, not identifiers
     if found:

@@ -18,16 +18,14 @@ from faultline.sade.index import classify
 from faultline.sade.index_file import load_index
 from faultline.sade.initial import initial_scan
 from faultline.sade.matcher import Match
-from faultline.sade.scans import PHASE_SCANS, PHASES, run_check
-from faultline.sade.search import Search, explains, fingerprint_of
+from faultline.sade.scans import PHASE_SCANS, PHASES
+from faultline.sade.search import Search, fingerprint_of
 from faultline.sade.second_look import second_look
 from faultline.sade.session import Session
 from faultline.sade.skill_search import interleaved, triage
 from faultline.sade.ticket import ticket_leads
 
-__all__ = ["deterministic", "explains", "flat"]  # explains: the stop-and-submit test the steps share
-
-_run = run_check  # faultline.sade.crosscheck's name for it, until that module imports it from faultline.sade.scans
+__all__ = ["deterministic", "flat"]
 
 
 def deterministic(session: Session) -> list[Match]:
