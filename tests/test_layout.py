@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import pkgutil
+import re
 import subprocess
 import sys
 from functools import cache
@@ -117,6 +118,70 @@ def _inside(module: str, prefixes: tuple[str, ...]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in prefixes)
 
 
+def package_of(module: str) -> str:
+    """The package a module belongs to: `faultline.<sub>` (a subpackage or a top-level module), or `flows`,
+    `tasks`, `dashboards`."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "faultline" and len(parts) > 1 else parts[0]
+
+
+def package_graph() -> dict[str, set[str]]:
+    """package -> the other packages its modules import."""
+    graph: dict[str, set[str]] = {}
+    for module, deps in import_graph().items():
+        graph.setdefault(package_of(module), set()).update(package_of(d) for d in deps)
+    return {package: deps - {package} for package, deps in graph.items()}
+
+
+def package_cycles() -> list[list[str]]:
+    """Groups of packages that import each other, directly or around a longer loop."""
+    graph = package_graph()
+    reach = {p: set() for p in graph}
+    for start in graph:
+        todo = list(graph[start])
+        while todo:
+            p = todo.pop()
+            if p not in reach[start]:
+                reach[start].add(p)
+                todo.extend(graph.get(p, ()))
+    groups = {frozenset({p, *(q for q in reach[p] if p in reach.get(q, ()))}) for p in graph if p in reach[p]}
+    return sorted(sorted(g) for g in groups)
+
+
+_BOARD_ROW = re.compile(r"^\| `([\w.]+)` \| (.+) \|$")
+
+
+def whiteboard() -> tuple[set[str], dict[str, set[str] | None]]:
+    """docs/architecture.md's whiteboard: the foundation (any package may import it) and, per package, the packages
+    it may import (None: every package)."""
+    text = (REPO / "docs" / "architecture.md").read_text()
+    board = text[text.index("### The whiteboard"):]
+    foundation = set(re.findall(r"`(faultline\.\w+)`", board[:board.index("| package | may import |")]))
+    allowed: dict[str, set[str] | None] = {}
+    for line in board.splitlines():
+        row = _BOARD_ROW.match(line)
+        if row:
+            cell = row.group(2)
+            allowed[row.group(1)] = None if cell == "every package" else set(re.findall(r"`([\w.]+)`", cell))
+    return foundation, allowed
+
+
+def off_the_board(graph: dict[str, set[str]]) -> list[str]:
+    """Every package-level import the whiteboard does not allow, and every package it has no row for."""
+    foundation, allowed = whiteboard()
+    wrong = []
+    for package, deps in sorted(graph.items()):
+        if package == "faultline":
+            continue
+        if package in foundation:
+            wrong += [f"{package} -> {d} (the foundation imports only itself)" for d in sorted(deps - foundation)]
+        elif package not in allowed:
+            wrong.append(f"{package} has no row on the whiteboard")
+        elif allowed[package] is not None:
+            wrong += [f"{package} -> {d}" for d in sorted(deps - foundation - allowed[package])]
+    return wrong
+
+
 # --- the rules -------------------------------------------------------------------------------------
 
 
@@ -128,6 +193,25 @@ def test_the_graph_sees_lazy_imports():
 
 def test_no_import_cycles():
     assert import_cycles() == []
+
+
+def test_no_package_imports_another_that_imports_it_back():
+    assert package_cycles() == []
+
+
+def test_every_package_imports_only_what_the_whiteboard_allows():
+    assert off_the_board(package_graph()) == []
+
+
+def test_a_package_loop_and_an_import_off_the_board_would_be_found(monkeypatch):
+    """NIKA's catalogue importing the truth (which reads the catalogue): a loop of packages, though no module
+    imports one that imports it back."""
+    graph = dict(import_graph())
+    graph["faultline.nika.labels"] = graph["faultline.nika.labels"] | {"faultline.truth.records"}
+    monkeypatch.setattr(sys.modules[__name__], "import_graph", lambda: graph)
+    assert import_cycles() == []
+    assert package_cycles() == [["faultline.nika", "faultline.truth"]]
+    assert off_the_board(package_graph()) == ["faultline.nika -> faultline.truth"]
 
 
 def test_an_import_cycle_would_be_found(monkeypatch):
@@ -239,6 +323,7 @@ def test_registries_refuse_a_duplicate_name():
     from faultline.errors import FaultlineError
     from faultline.lab.faults.registry import FAULTS, register_fault
     from faultline.lab.scenarios import SCENARIOS, register_scenario
+    from faultline.network.backends import backend_names, open_backend, register_backend
     from faultline.network.probes import probe_names, register
 
     before = (probe_names(), dict(FAULTS), dict(SCENARIOS))
@@ -250,4 +335,12 @@ def test_registries_refuse_a_duplicate_name():
         register_scenario("simple_bgp", SCENARIOS["dc_clos_bgp"])
     with pytest.raises(FaultlineError, match="'log' is already registered"):
         register_agent("log", lambda deps: None)
+    with pytest.raises(FaultlineError, match="'snapshot' is already registered"):
+        register_backend("snapshot", lambda settings, target: None)
     assert (probe_names(), dict(FAULTS), dict(SCENARIOS)) == before  # nothing was swapped in
+    assert backend_names() == ["lab", "mcp", "snapshot", "ssh"]
+    from faultline.config import Settings
+    from faultline.network.backends import NetworkTarget
+
+    recorded = REPO / "data" / "sample" / "backlog" / "sample-backlog-003"
+    assert open_backend("snapshot", Settings(), NetworkTarget(snapshot=recorded)).kind == "snapshot"
