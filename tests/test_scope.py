@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from faultline.scope.devices import Device, interface_key, resolve_mentions
+from faultline.scope.devices import Candidate, interface_key, resolve_mentions
 from faultline.scope.timewords import ticket_window
 
 OPENED = datetime(2026, 11, 30, 10, 24, tzinfo=timezone.utc)
@@ -43,10 +43,10 @@ def test_a_time_later_than_the_opening_is_yesterday_and_zones_convert():
 
 def test_devices_are_found_by_loose_names_addresses_dns_names_and_interfaces():
     devices = {
-        "core_router_1": Device("core_router_1", addresses={"10.0.0.1"}),
-        "web_server_3": Device("web_server_3", dns_names={"web3.local"}),
-        "spine2": Device("spine2", interfaces={"HundredGigE0/0/0/8"}),
-        "leaf1": Device("leaf1"), "leaf12": Device("leaf12"), "dr01": Device("dr01"),
+        "core_router_1": Candidate("core_router_1", addresses={"10.0.0.1"}),
+        "web_server_3": Candidate("web_server_3", dns_names={"web3.local"}),
+        "spine2": Candidate("spine2", interfaces={"HundredGigE0/0/0/8"}),
+        "leaf1": Candidate("leaf1"), "leaf12": Candidate("leaf12"), "dr01": Candidate("dr01"),
     }
     mentions, unmatched = resolve_mentions(
         "Core Router 1 and Spine-2 Hu0/0/0/8 down", "web3.local is slow; 10.0.0.1 unreachable; dr1 and leaf9 too",
@@ -60,7 +60,7 @@ def test_devices_are_found_by_loose_names_addresses_dns_names_and_interfaces():
 
 
 def test_a_role_word_names_the_family():
-    devices = {f"spine{n}": Device(f"spine{n}") for n in range(1, 4)} | {"leaf1": Device("leaf1"), "leaf2": Device("leaf2")}
+    devices = {f"spine{n}": Candidate(f"spine{n}") for n in range(1, 4)} | {"leaf1": Candidate("leaf1"), "leaf2": Candidate("leaf2")}
     mentions, _ = resolve_mentions("BGP flaps on the spines", "", devices)
     assert {m.device for m in mentions} == {"spine1", "spine2", "spine3"}
 

@@ -33,8 +33,9 @@ _SERVICES = {
 
 
 @dataclass
-class Device:
-    """A device the scope can choose: what the inventory and the logs say it is called and has."""
+class Candidate:
+    """A device the scope can choose (not a network `Device`): what the inventory and the logs say it is called and
+    has."""
 
     name: str
     addresses: set[str] = field(default_factory=set)
@@ -94,7 +95,7 @@ def _role_pattern(word: str) -> re.Pattern[str]:
     return re.compile(r"(?<![a-z0-9])(?:" + "|".join(alts) + r")(?![a-z0-9])", re.IGNORECASE)
 
 
-def families(devices: dict[str, Device]) -> dict[str, list[str]]:
+def families(devices: dict[str, Candidate]) -> dict[str, list[str]]:
     """Name families: `leaf1`..`leaf8` -> {"leaf": [...]}; a family needs at least two members."""
     found: dict[str, list[str]] = {}
     for name in devices:
@@ -104,7 +105,7 @@ def families(devices: dict[str, Device]) -> dict[str, list[str]]:
     return {stem: sorted(names) for stem, names in found.items() if len(names) >= 2 and len(stem) >= 3}
 
 
-def resolve_mentions(title: str, description: str, devices: dict[str, Device],
+def resolve_mentions(title: str, description: str, devices: dict[str, Candidate],
                      learned: dict[str, tuple[str, str]] | None = None) -> tuple[list[Mention], list[str]]:
     """The devices `title` + `description` point at, and the device-like words that matched none.
 

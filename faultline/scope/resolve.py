@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from faultline.config import Settings
 from faultline.scope.clocks import offsets_around
-from faultline.scope.devices import Device, resolve_mentions
+from faultline.scope.devices import Candidate, resolve_mentions
 from faultline.scope.neighbours import Link, describe, learn_from_logs, neighbours
 from faultline.scope.timewords import Window, ticket_window
 
@@ -104,15 +104,15 @@ def _inventory_name(conn: duckdb.DuckDBPyConnection, incident_id: str) -> str | 
     return row[0] if row and row[0] else None
 
 
-def _inventory(conn: duckdb.DuckDBPyConnection, name: str | None) -> tuple[dict[str, Device], list[Link]]:
+def _inventory(conn: duckdb.DuckDBPyConnection, name: str | None) -> tuple[dict[str, Candidate], list[Link]]:
     if not _table_exists(conn, "inventory_hosts"):
         return {}, []
     where, params = ("WHERE inventory = ?", [name]) if name else ("", [])
-    devices: dict[str, Device] = {}
+    devices: dict[str, Candidate] = {}
     for host, hostname, addresses, dns, interfaces, role, site in conn.execute(
             f"SELECT host, hostname, addresses, dns_names, interfaces, role, site FROM inventory_hosts {where}",
             params).fetchall():
-        dev = devices.setdefault(host, Device(host))
+        dev = devices.setdefault(host, Candidate(host))
         dev.addresses |= set(addresses or [])
         dev.dns_names |= set(dns or []) | ({hostname} if hostname and not hostname[0].isdigit() else set())
         dev.interfaces |= set(interfaces or [])
@@ -161,7 +161,7 @@ def build_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, *, incident
     devices = dict(inventory)
     for (device,) in conn.execute("SELECT DISTINCT device FROM log_lines WHERE device IS NOT NULL AND incident_id IS NULL "
                                   "AND ts BETWEEN ? AND ?", [lo - _SPAN, hi + _SPAN]).fetchall():
-        devices.setdefault(device, Device(device)).sources.add("logs")
+        devices.setdefault(device, Candidate(device)).sources.add("logs")
     log_links, learned = learn_from_logs(conn, lo - _SPAN, hi + _SPAN)
     mentions, unmatched = resolve_mentions(title, description, devices, learned)
     entries: dict[str, ScopeEntry] = {}
