@@ -1,2 +1,3 @@
-"""The nightly run's engine: the corpus it ingests, which incidents to analyse, one unit of work per incident and
-method, the ledger, and the run's bookkeeping (`night.Night`) and summary."""
+"""The nightly run's engine: the corpus it ingests, the backlog and its ledger, running each unit on a copy of the
+warehouse (`units`, with what the night lends it: `lent`), storing what units bring back (`persist`), and the
+run's bookkeeping (`run`) and summary."""
