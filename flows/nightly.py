@@ -78,10 +78,10 @@ def nightly_flow(corpus: str | None = None, limit: int | None = None, incidents:
                     runner = running.enter_context(make_task_runner(settings))
                     shared = running.enter_context(shared_docs_server(unit_settings(settings)))
                     running.callback(lent.close_pools)
-                    analysis = analyse(run, runner, work, shared, analyst, llm_model, network_backend, max_rounds)
+                    analysis = analyse_stage(run, runner, work, shared, analyst, llm_model, network_backend, max_rounds)
             if work:
                 with run.stage("verdict"):
-                    analysis = fuse(run, runner, work, shared, analyst, network_backend, analysis)
+                    analysis = verdict_stage(run, runner, work, shared, analyst, network_backend, analysis)
         with run.stage("marts", "refreshing the marts and the dashboards"):
             marts = refresh_marts_task.with_options(**sql)(settings)
         with run.stage("dashboards"):
@@ -94,7 +94,7 @@ def nightly_flow(corpus: str | None = None, limit: int | None = None, incidents:
         return summary.model_dump(mode="json")
 
 
-def analyse(run: NightlyRun, runner: TaskRunner, items: list[BacklogItem], settings: Settings, analyst: str,
+def analyse_stage(run: NightlyRun, runner: TaskRunner, items: list[BacklogItem], settings: Settings, analyst: str,
             llm_model: str | None, network_backend: NetworkBackend, max_rounds: int) -> Analysis:
     """ASTRA and SADE on every incident that needs them: one task run each, on a copy of the warehouse.
 
@@ -111,7 +111,7 @@ def analyse(run: NightlyRun, runner: TaskRunner, items: list[BacklogItem], setti
                  llm_model=llm_model, warehouse_copy=copy)], Analysis())
 
 
-def fuse(run: NightlyRun, runner: TaskRunner, items: list[BacklogItem], settings: Settings, analyst: str,
+def verdict_stage(run: NightlyRun, runner: TaskRunner, items: list[BacklogItem], settings: Settings, analyst: str,
          network_backend: NetworkBackend, analysis: Analysis) -> Analysis:
     """One verdict per incident from what ASTRA and SADE stored: one task run each, on a new copy."""
     verdict = verdict_task.with_options(retries=settings.nightly_sql_retries,

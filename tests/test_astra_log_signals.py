@@ -43,13 +43,13 @@ _SETTINGS: list = []  # the module warehouse's settings (a DuckDB connection tak
 
 def _score(conn, incident_id, opened_at=None):
     from faultline.astra.incident import load_incident
-    from faultline.astra.log_signals import analysis_scope, score_incident
+    from faultline.astra.log_signals import analysis_scope, label_scores
 
     incident = load_incident(conn.cursor(), incident_id)
     scope = analysis_scope(conn.cursor(), _SETTINGS[-1], incident)
     if opened_at:  # the history it may use moves; the lines it reads stay its own
         incident = incident.model_copy(update={"opened_at": opened_at})
-    return score_incident(conn.cursor(), _SETTINGS[-1], incident, scope)
+    return label_scores(conn.cursor(), _SETTINGS[-1], incident, scope)
 
 
 def test_signals_common_in_the_history_are_discounted_and_rare_ones_keep_their_weight(conn):

@@ -177,7 +177,7 @@ def test_one_outage_or_slow_changes_are_not_a_flap():
 def test_the_log_pipeline_fires_the_flap_rule_on_an_incident(tmp_path):
     from faultline import db
     from faultline.astra.labels import best_label
-    from faultline.astra.log_signals import clear_cache, score_incident
+    from faultline.astra.log_signals import clear_cache, label_scores
     from faultline.astra.records import Incident
     from faultline.config import Settings
     from faultline.ingest.api import ingest_paths
@@ -199,7 +199,7 @@ def test_the_log_pipeline_fires_the_flap_rule_on_an_incident(tmp_path):
         incident = Incident(incident_id="evt-flap", title="leaf4 uplink unstable")
         scope = build_scope(conn, settings, incident_id=incident.incident_id, title=incident.title, description="",
                             opened_at=None)
-        scores, hits = score_incident(conn, settings, incident, scope)
+        scores, hits = label_scores(conn, settings, incident, scope)
     finally:
         conn.close()
     flap = [h for h in hits if h.label == "link_flapping"]

@@ -190,7 +190,7 @@ def test_iosxr_archive_scope_finds_leaf4s_utc_clock_and_the_cleared_device(iosxr
 def test_a_ticket_naming_a_peer_blames_the_cleared_router_not_the_echo(iosxr):
     """spine2 was cleared at 10:29:44 PDT; its peers log 'Notification received' (the echo) at the same second."""
     from faultline.astra.labels import best_label
-    from faultline.astra.log_signals import score_incident
+    from faultline.astra.log_signals import label_scores
     from faultline.astra.records import Incident
     from faultline.scope.resolve import build_scope
 
@@ -200,7 +200,7 @@ def test_a_ticket_naming_a_peer_blames_the_cleared_router_not_the_echo(iosxr):
                         opened_at="2017-08-04T17:37:00+00:00")
     scope = build_scope(conn, settings, incident_id="peer", title=incident.title, description=incident.description,
                         opened_at=incident.opened_at)
-    scores, hits = score_incident(conn, settings, incident, scope)
+    scores, hits = label_scores(conn, settings, incident, scope)
     assert best_label(scores) == "bgp_reset_operator_clear"
     top = next(h for h in hits if h.label == "bgp_reset_operator_clear")
     assert {line.device for line in top.lines} == {"spine2"}  # leaf8's own clear at 10:35:25 is 5 minutes off

@@ -294,7 +294,7 @@ def history_frequency(conn: duckdb.DuckDBPyConnection, settings: Settings,
     return ({k: max(0, n - RECURRENT) / len(history) for k, n in counts.items()} if history else {}), len(history)
 
 
-def score_incident(conn: duckdb.DuckDBPyConnection, settings: Settings, incident: Incident,
+def label_scores(conn: duckdb.DuckDBPyConnection, settings: Settings, incident: Incident,
                    scope: Scope) -> tuple[dict[str, float], list[Hit]]:
     """Label scores from every line of the incident's scope and the hits behind them, strongest first.
 
@@ -363,7 +363,7 @@ def analysis_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, incident
 
     scope = build()
     if scope.entries and scope.entries[0].kind != "incident_id" and scope.matched_devices:
-        scores, _hits = score_incident(conn, settings, incident, scope)
+        scores, _hits = label_scores(conn, settings, incident, scope)
         if best_label(scores) is None:
             scope = build(widen=min(max(round - 1, 0), 2), fleet=True)
     return scope
@@ -376,4 +376,4 @@ def clear_cache() -> None:
     _HISTORY_SCOPES.clear()
 
 
-__all__ = ["Hit", "LogLine", "analysis_scope", "clear_cache", "device_of", "history_frequency", "score_incident"]
+__all__ = ["Hit", "LogLine", "analysis_scope", "clear_cache", "device_of", "history_frequency", "label_scores"]

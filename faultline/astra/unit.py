@@ -73,6 +73,15 @@ def run_astra(settings: Settings, conn: duckdb.DuckDBPyConnection, incident: Inc
     return AstraRun(outcome=outcome, incident=record, result=result, truth=truth, score=score)
 
 
+def score_stored(conn: duckdb.DuckDBPyConnection, result: AstraResult, incident: Incident) -> AstraScore | None:
+    """A stored analysis's score when the incident's truth is known, else None (shown, not stored)."""
+    from faultline.astra.evaluate import score_result
+    from faultline.truth.store import load_truth
+
+    truth = load_truth(conn, incident.incident_id)
+    return score_result(result, incident, truth) if truth is not None and result.rounds else None
+
+
 @contextmanager
 def docs_session(settings: Settings) -> Iterator[DocsClient | None]:
     """A docs MCP session for a batch of analyses, closed when the block ends; None when the doc index cannot be

@@ -15,15 +15,6 @@ def _analyst(llm: Optional[str]) -> str:
     return f"llm:{llm}" if llm else "deterministic"
 
 
-def _scored(conn: Any, result: Any, incident: Any) -> Any:
-    """A stored analysis's evaluation when the incident's truth is known, else None (never shown to the analysis)."""
-    from faultline.astra.evaluate import score_result
-    from faultline.truth.store import load_truth
-
-    truth = load_truth(conn, incident.incident_id)
-    return score_result(result, incident, truth) if truth is not None and result.rounds else None
-
-
 def report_command(
     ctx: typer.Context,
     incident_id: str = typer.Argument(..., help="Incident id (or ticket id) in the warehouse."),
@@ -47,7 +38,9 @@ def report_command(
         result = None if rerun else load_result(conn, incident.incident_id, analyst)
         stored = result is not None
         if stored:
-            score = _scored(conn, result, incident)
+            from faultline.astra.unit import score_stored
+
+            score = score_stored(conn, result, incident)
         else:
             from faultline.astra.unit import run_astra
 

@@ -118,11 +118,11 @@ class LogAgent:
         return output
 
     def _deterministic(self, task: AgentTask, excerpt, scope) -> AgentOutput:
-        from faultline.astra.log_signals import score_incident
+        from faultline.astra.log_signals import label_scores
 
         cursor = self.deps.conn.cursor()
         try:
-            scores, hits = score_incident(cursor, self.deps.settings, task.incident, scope)
+            scores, hits = label_scores(cursor, self.deps.settings, task.incident, scope)
         finally:
             cursor.close()
         label = best_label(scores)
