@@ -36,17 +36,30 @@ def tables(conn: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def stable_columns(conn: duckdb.DuckDBPyConnection, table: str) -> list[str]:
-    """The table's columns that hold results, each as an expression (floats rounded: a mean's last digits follow
-    the order DuckDB's threads added it up in)."""
+    """The table's columns that hold results, each as an expression: floats rounded (a mean's last digits follow
+    the order DuckDB's threads added it up in), a mart's lists sorted (`list(DISTINCT ...)` has no order)."""
     cols = conn.execute("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ? "
                         "AND table_schema = 'main' ORDER BY ordinal_position", [table]).fetchall()
-    return [f'round("{c}", 9)' if kind in ("DOUBLE", "FLOAT", "REAL") else f'"{c}"'
-            for c, kind in cols if not VOLATILE.search(c)]
+
+    def stable(column: str, kind: str) -> str:
+        if kind in ("DOUBLE", "FLOAT", "REAL"):
+            return f'round("{column}", 9)'
+        if table.startswith("mart_") and re.fullmatch(r"(VARCHAR|INTEGER|BIGINT|DOUBLE)\[\]", kind):
+            return f'list_sort("{column}")'
+        return f'"{column}"'
+
+    return [stable(c, kind) for c, kind in cols if not VOLATILE.search(c)]
+
+
+ROOT = ""  # the checkout a side ran from: its paths are compared without it (set per side by `compare`)
 
 
 def _stable_json(column: str) -> str:
     """A column's value as text, with volatile keys of JSON documents (timings, durations) masked."""
-    return (f"regexp_replace(CAST({column} AS VARCHAR), "
+    text = f"CAST({column} AS VARCHAR)"
+    if ROOT:
+        text = f"replace({text}, '{ROOT}', '<checkout>')"
+    return (f"regexp_replace({text}, "
             "'\"(elapsed_s|elapsed_ms|seconds|run_id|created_at|timings|duration_ms)\": ?(\\{[^}]*\\}|[^,}]*)', "
             "'\"\\1\": _', 'g')")
 
@@ -64,7 +77,16 @@ def column_digest(conn: duckdb.DuckDBPyConnection, table: str, column: str, wher
                         f"(SELECT {_stable_json(column)} AS v FROM \"{table}\" {where})").fetchone()[0]
 
 
-def compare(before: Path, after: Path) -> dict:
+def _digests(conn: duckdb.DuckDBPyConnection, root: str, table: str, cols: list[str], where: str) -> tuple:
+    global ROOT
+    ROOT = root
+    try:
+        return digest(conn, table, cols, where), {c: column_digest(conn, table, c, where) for c in cols}
+    finally:
+        ROOT = ""
+
+
+def compare(before: Path, after: Path, roots: tuple[str, str] = ("", "")) -> dict:
     a = duckdb.connect(str(before), read_only=True)
     b = duckdb.connect(str(after), read_only=True)
     report: dict = {"same": [], "differ": {}, "missing": [], "new": []}
@@ -79,11 +101,12 @@ def compare(before: Path, after: Path) -> dict:
         if table in RUN_TABLES:
             cols = []
         where = TIMED_ROWS.get(table, "")
-        same_digest = digest(a, table, cols, where) == digest(b, table, cols, where)
-        if count_a == count_b and same_digest:
+        whole_a, by_column_a = _digests(a, roots[0], table, cols, where)
+        whole_b, by_column_b = _digests(b, roots[1], table, cols, where)
+        if count_a == count_b and whole_a == whole_b:
             report["same"].append(table)
             continue
-        columns = [c for c in cols if column_digest(a, table, c, where) != column_digest(b, table, c, where)]
+        columns = [c for c in cols if by_column_a[c] != by_column_b[c]]
         report["differ"][table] = {"rows": [count_a, count_b], "columns": columns}
     report["new"] = sorted(ours - set(tables(a)))
     return report
@@ -93,9 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("before", type=Path)
     parser.add_argument("after", type=Path)
+    parser.add_argument("--roots", nargs=2, default=("", ""), metavar=("BEFORE_ROOT", "AFTER_ROOT"),
+                        help="the checkouts the two runs ran from: paths under them compare equal")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    report = compare(args.before, args.after)
+    report = compare(args.before, args.after, tuple(args.roots))
     if args.json:
         print(json.dumps(report, indent=2))
     else:
