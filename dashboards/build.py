@@ -1,10 +1,8 @@
-"""Build the static dashboard site from the warehouse marts.
+"""Build the static dashboard site from the warehouse marts (the `mart_*` tables only, through `MartReader`).
 
-`build_dashboards(conn, out_dir)` writes a self-contained folder - `index.html`, `incidents.html`,
-`stratification.html`, `rounds.html`, `sade.html`, `cost.html`, `incidents/<id>.html` and one `style.css` - with
-relative links only, no JavaScript and no external URL, so it opens from disk and can be copied anywhere. It
-reads the `mart_*` tables only (through `MartReader`); call `faultline.marts.refresh_marts` first. Marts that are
-empty or not built yet make their pages say there is no data yet.
+`build_dashboards(conn, out_dir)` writes `index.html`, `incidents.html`, `stratification.html`, `rounds.html`,
+`sade.html`, `cost.html`, `incidents/<id>.html` and `style.css`: relative links, no JavaScript, no external URL, so
+it opens from disk and copies anywhere. Call `faultline.marts.refresh_marts` first; empty marts' pages say so.
 """
 
 from __future__ import annotations

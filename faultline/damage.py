@@ -1,10 +1,8 @@
-"""Damaged state on disk: a warehouse file or a search index that was cut short, recognised and named with its fix.
+"""Damaged state on disk: a warehouse file or a search index cut short, recognised and named with its fix.
 
-A half-copied DuckDB file fails on its first read with an IO error about bytes it could not read (or says it is
-not a DuckDB file at all); a LanceDB table with a data file missing fails inside Lance with "Not found" and the
-file's path. Neither is a bug in Faultline nor something a retry mends, so both become a `DamagedState` error
-that names the damaged file and the command that recovers: the search indexes are rebuilt from the warehouse
-(`faultline index --rebuild`); the warehouse itself is restored from a copy or re-ingested from its sources.
+A half-copied DuckDB file fails on its first read past its end (or is no DuckDB file at all), a LanceDB table
+missing a data file fails with "Not found" and its path; neither is a bug nor mended by a retry, so both become a
+`DamagedState` naming the file and its recovery (`faultline index --rebuild`; the warehouse: a copy, or re-ingest).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """A full disk is the run's failure, not one file's or one incident's: recognised, named, and stopped early.
 
-Ingest and the nightly record a failed file or unit as a row and go on; with no space left every next write fails
-too, and so does the row that would record it. `out_of_space` recognises the error wherever it surfaces (an
-``OSError`` with ENOSPC or EDQUOT, or DuckDB's IO error on its file or write-ahead log, also when a later
-error was raised while handling it) and turns it into an `OutOfSpace` that names the file, the free space
-left there and what to do; `require_room` refuses a large write (the nightly's copy of the warehouse) before
-it starts. What was written before the disk filled was committed whole, so the same command run again once
-there is room goes on from there.
+`out_of_space` turns the error, wherever it surfaces, into an `OutOfSpace` naming the file, the space left there
+and the fix; `require_room` refuses a large write before it starts. Why, and how a run resumes:
+docs/nightly.md#a-full-disk.
 """
 
 from __future__ import annotations

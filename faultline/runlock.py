@@ -1,14 +1,8 @@
 """One writing run per warehouse at a time: a lock file beside the DuckDB file that says who holds it.
 
-DuckDB lets one process open a file for writing, and a second one gets an IO error naming only a process id.
-The commands that write the warehouse (the nightly run, ingest, marts refresh, dashboards build, index sync,
-migrations) first take `<warehouse>.lock` with flock(2) and write who they are into it: process id, host,
-start time and command line. A second run waits for the first (`wait_s`, the `warehouse_lock_wait_s` setting
-or a command's `--wait`) or refuses at once with a `WarehouseBusy` error naming it.
-
-The kernel lets go of a flock when the process that took it ends, however it ends, so a killed run never
-blocks the next one. The file itself stays: removing it would let two runs hold locks on two different files.
-A process holds the lock once; taking it again in the same process (the CLI, then the flow it calls) nests.
+The commands that write the warehouse take `<warehouse>.lock` with flock(2) and write who they are into it; a
+second run waits or refuses with a `WarehouseBusy` naming the first. Why a lock of our own, why the file stays,
+and how it nests: docs/dependencies.md#one-writing-run-per-warehouse.
 """
 
 from __future__ import annotations

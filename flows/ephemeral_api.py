@@ -1,12 +1,8 @@
 """Prefect's temporary API server, made to end with the process that started it.
 
-With no Prefect server configured (`PREFECT_API_URL` unset), the first flow run of a process starts Prefect's
-temporary API server: a uvicorn child process that Prefect stops from an exit hook. A run killed outright
-(`kill -9`, the OOM killer) runs no exit hook, and the server lived on, orphaned, with its port, its SQLite
-file and a few hundred megabytes, one more after every crash. `guard_ephemeral_api` has Prefect start that
-server through `create_app` below instead of its own factory: the same application, plus a thread that stops
-the server (SIGTERM, so uvicorn shuts down cleanly; a forced exit if that hangs) once its parent is gone.
-A configured server is someone else's and is left alone.
+`guard_ephemeral_api` has Prefect start that server through `create_app` below: the same application, plus a
+thread that stops it once its parent is gone, which Prefect's exit hook cannot do for a killed run. A configured
+server is left alone. The story: docs/dependencies.md#prefect.
 """
 
 from __future__ import annotations

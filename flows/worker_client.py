@@ -1,15 +1,8 @@
 """One Prefect API client per Dask worker process, shared by every task run the worker executes.
 
-A task run on a Dask worker starts from the context the flow sent with it, and a client cannot travel between
-processes, so Prefect 3.9 builds two new API clients for every task run there (one restoring the flow's context,
-one for the run), each with a fresh SSL context that loads certifi's CA bundle, even for a plain-http API: 39 %
-of a worker's samples on trivial task runs, 7 % on the nightly's units (py-spy). In one process Prefect
-shares a client through `SyncClientContext`, a context variable; but Dask runs each task in a copy of its event
-loop's context variables, which nothing outside Dask can set, and neither Prefect nor Dask has a hook around a
-task run on a worker. So `ReuseApiClient`, a Dask worker plugin, makes `SyncClientContext.get` fall back, in its
-worker processes only, to a client kept open for the worker's life: one per API URL and credentials the task
-runs' settings name, so each task run still reports to the API its flow run uses. This patch is the module's
-only change to Prefect; drop it once Prefect shares a client across task runs on remote workers.
+Prefect 3.9 builds two new API clients for every task run on a Dask worker and offers no hook around one, so
+`ReuseApiClient`, a Dask worker plugin, patches `SyncClientContext.get` in its worker processes to fall back to
+one open client per API; the measurements, and when to drop it: docs/dependencies.md#prefect.
 """
 
 from __future__ import annotations

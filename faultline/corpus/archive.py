@@ -1,21 +1,8 @@
-"""A suite's syslog archive: every incident's collector lines on the suite's own timeline.
+"""A suite's syslog archive: every incident's collector lines on the suite's own timeline, per device and day.
 
-A NOC's collector files what every device sent, per device and day, with no incident ids. The corpus
-keeps the same: `<out>/archive/<device>/<YYYY-MM-DD>.log.gz`. Because the same device names recur in
-every incident of a suite, each incident's lines are moved into its own slot of the suite's timeline
-(`Suite.slot_start`): one delta (slot start - the incident's real start) moves every line of that
-incident, as it moves its ticket and stamps, so no two incidents overlap in the archive.
-
-Two steps:
-
-* `stage_incident` (per incident, from `generate_incident`): the lab collector's lines over the
-  incident's real span, shifted into its slot, written to `<incident>/.syslog.jsonl.gz`;
-* `assemble_archive` (per suite, after every incident): merges every staged incident into the
-  archive, carries over from the existing archive the lines of incidents not staged this time (their
-  slot tells which lines are theirs), rewrites the archive and removes the staged files. So
-  `corpus generate --only ID` re-assembles the whole archive from one regenerated incident.
-
-Files are gzipped with mtime 0 and lines sorted by time: the same lines give the same bytes.
+`stage_incident` stages one incident's lines, shifted into its slot; `assemble_archive` merges every staged
+incident into `<out>/archive/<device>/<YYYY-MM-DD>.log.gz`, the same lines giving the same bytes. How and why:
+docs/lab.md#corpus-timeline.
 """
 
 from __future__ import annotations

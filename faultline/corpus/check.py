@@ -1,10 +1,7 @@
 """`faultline corpus check SUITE`: what a suite would build, decided without a lab (no root, seconds).
 
-Every incident is planned the way `corpus generate` would inject it: each fault's label must be implemented
-and apply to the incident's scenario and size (its protocol runs there, a device of its roles exists), and its
-target is the one given (checked against the devices the label can target) or the seeded draw generation
-would make (seed `incident seed * 100 + fault position`). A problem is a row naming the incident, the field
-and the fix; the plan lists the target of every fault, so a suite can be reviewed before an hour of lab time.
+Every fault is planned as `corpus generate` would inject it (label, target, mechanism); a problem names the
+incident, the suite field and the fix. The rules: docs/corpus.md#checking-a-suite-without-a-lab.
 """
 
 from __future__ import annotations

@@ -1,23 +1,8 @@
 """Generate incidents from the lab: build, baseline, inject, verify, record, recover, tear down.
 
-For each spec of a suite, in its own folder `<out>/<incident_id>/`:
-
-* `baseline.json.gz` — a snapshot of the healthy lab (every probe on every device);
-* `snapshot.json.gz` — the same battery once the fault is verified (symptom observable);
-* `.syslog.jsonl.gz` — staged: what the lab's syslog collector received from every device over the
-  incident (FRR daemons, dnsmasq, nginx, udhcpc), merged into the suite's archive
-  (`<out>/archive/<device>/<date>.log.gz`, `faultline.corpus.archive`) once every incident is done;
-* `ticket.json` — what an operator would file (symptom-level; a resolution only for historical suites);
-* `ground_truth.json` — NIKA v1/v2 truth, category, and the resolution note (evaluation only);
-* `incident.json` — the spec, the status (`valid` | `invalid` with the reason), stage timings, sizes.
-
-A fault that does not verify makes the incident `invalid` (recorded with why, never a normal
-incident); any other failure is recorded the same way and the suite goes on. The lab is always
-brought down, whatever happened.
-
-Every incident sits in its own slot of the suite's timeline (`Suite.slot_start`): its collector lines,
-ticket times, symptom observations, incident.json stamps and snapshot times are all moved by one delta
-(slot start - the moment the incident's lab began to come up).
+One folder per incident of a suite (snapshots, staged device logs, ticket, ground truth, `incident.json`), then
+the suite's syslog archive, inventories and summary; a fault that does not verify makes the incident invalid,
+and the lab always comes down. The stages and the files: docs/corpus.md#generating-an-incident.
 """
 
 from __future__ import annotations

@@ -1,21 +1,8 @@
 """Parallel corpus generation: a suite's incidents in N worker processes, each with a lab of its own.
 
-Worker j (1..N) owns the lab prefix `fl<j>-` (from the run's `lab_prefix`) and the run dir
-`<lab_dir>/fl<j>/`; it holds that prefix's lock (`faultline.lab.locks`) for its whole life, removes
-whatever an earlier crashed run left with its prefix, then runs the items it is handed one at a time
-(`generate_suite` hands it `generate_incident`, exactly what the serial loop runs). Items go to
-whichever worker is free; the caller gets each result as it finishes and puts them back in order.
-
-Why plain `multiprocessing` processes (spawn) and not a ProcessPoolExecutor: a worker must keep one
-prefix, lock and run dir for its life, the parent must know which incident each worker runs and its
-PID, and one worker dying must cost one incident, not the pool (a dead worker breaks a
-ProcessPoolExecutor for every pending future). Spawn, not fork: the parent may hold threads (progress
-bar) and locks, and a fresh interpreter costs well under a second next to a 20-60 s incident.
-
-Stopping: a worker ignores Ctrl-C (the parent decides); the parent answers Ctrl-C by sending every
-worker SIGTERM, which a worker turns into SystemExit, so the incident it runs brings its lab down on the
-way out (`generate_incident`'s `finally`). Whatever happens, the parent finally runs `lab down --all`
-for every worker's prefix and run dir, once its process is gone.
+Worker j keeps the lab prefix `fl<j>-`, its run dir and its prefix's lock for its whole life; a dying worker
+costs one incident, and every worker's lab is brought down however the run ends. Why plain spawned processes,
+and how stopping works: docs/corpus.md#parallel-generation.
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
 """Incident specs and suites: what `faultline corpus generate` builds, as YAML.
 
-A suite file::
-
-    suite: tiny            # name (also the incident id prefix)
-    historical: false      # true: incidents become resolved tickets with resolution notes
-    epoch: 2026-01-05T00:00:00Z   # where the suite's timeline starts (incident k: epoch + k * slot_minutes)
-    slot_minutes: 60       # each incident's slot on the timeline: longer than any incident takes
-    incidents:
-      - {scenario: simple_bgp, size: s, seed: 1, healthy: true}
-      - {scenario: simple_bgp, size: s, seed: 2, faults: [{label: link_down, target: pc1}]}
-      - scenario: ospf_enterprise_dhcp
-        seed: 3
-        faults: [{label: dns_service_down}, {label: host_missing_ip}]   # a multi-fault incident
-
-Built-in suites live in `faultline/corpus/suites/NAME.yml` and can be named instead of a path.
+A suite names its incidents (scenario, size, seed, healthy or faults) and its timeline; built-in suites live in
+`faultline/corpus/suites/NAME.yml`. The format, with an example: docs/corpus.md#suite-files.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """User-visible symptoms of an incident, derived from its probe outputs (pure functions over records).
 
-A `Symptom` is what someone affected would notice: a destination that stopped answering, lookups that
-fail or changed answer, a page that errors or crawls, a machine without an address. Each carries the
-command a person would type to see it and that command's output as the real tool prints it (`evidence`),
-so a ticket can paste it. With a healthy `baseline` (the same probes before the fault), only changes
-count: a pair that failed in the baseline too (a private LAN, say) is not a symptom of this incident.
+Each `Symptom` carries the command a person would type and that command's output as the real tool prints it;
+against a healthy baseline only changes count. docs/corpus.md#symptoms-and-tickets.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """Operator tickets for the incident corpus: what someone affected would file, and (historical) how it ended.
 
-`write_ticket(facts, rng)` writes a `Ticket` from the viewpoint of an affected party: a user at an
-affected machine, a helpdesk agent relaying callers, or a NOC engineer watching monitoring, in a vague,
-precise or pasted-output style drawn from the rng. The title and body are symptom-level: never the fault
-label, a word of it or of its category or mechanism, nor a faulty device -- except the reporter's own
-machine and public service names (web99.local). A drawn phrase that would say any of it is skipped for
-another (`forbidden_terms`, `leak_check`). Wording is data in text/: tickets.yml (phrases), scenarios.yml
-(product, components, places), vocabulary.yml (the forbidden-word rules), resolutions.yml (the notes of
-historical tickets; `resolution_note`, never part of the body).
+`write_ticket(facts, rng)` writes a symptom-level ticket that never names the fault or a faulty device, from
+wording kept as data in text/. Who reports, in which style, and the leak rules: docs/corpus.md#symptoms-and-tickets.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Cut documentation into section-sized chunks for `faultline ingest docs`.
 
-Each format parser (``faultline.ingest.docformats``) turns a document into sections: a heading
-path plus body lines with their source line numbers, markup already reduced to readable text.
-This module is the public entry point and does the part common to all formats: it cuts every
-section into chunks of at most ``max_chars`` characters, breaking at paragraph boundaries first,
-then at line, sentence and word boundaries when a single paragraph is too long.
+The format parsers (`faultline.ingest.docformats`) give a document as sections (a heading path, body lines with
+their source line numbers, markup reduced to text); this entry point cuts every section into chunks of at most
+``max_chars``, at paragraph boundaries first, then at line, sentence and word boundaries.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """`faultline ingest incidents DIR`: a generated corpus into the warehouse.
 
-Each incident folder (see `faultline.corpus.generate`) becomes: its ticket in `tickets` (through the
-ticket ingestion, so it is validated and quarantined like any ticket), one `incidents` row (scenario,
-size, seed, window, snapshot paths) and one `ground_truth` row. The device logs are the suite's syslog
-archive (`<suite>/archive/<device>/<date>.log.gz`, what a NOC's collector keeps): ingested as ordinary
-logs, exactly as `faultline ingest logs` would, with no incident id. A corpus generated before the
-archive keeps per-incident `logs/<device>/<file>` folders: those are still read, host = the device,
-tagged with the incident id. An invalid incident (its fault did not
-verify) is not loaded: it is kept in `quarantine` with the generator's reason. Re-running changes
-nothing: files already ingested are skipped by the ledger and rows are upserted by incident id.
+Each valid incident folder becomes its ticket, an `incidents` row and a `ground_truth` row; the suites' syslog
+archives go in as ordinary logs and their inventories as inventories; invalid incidents are quarantined. Running
+it again changes nothing. docs/corpus.md#loading-a-corpus.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""Which device a log line belongs to, when nothing tags it with an incident.
+"""Which device a log line belongs to, when nothing tags it with an incident: the hostname the line names.
 
-A syslog collector files what it receives per device (`<archive>/<device>/<date>.log.gz`,
-`/var/log/remote/<device>/messages`) or names its files after the device (`leaf1.bgpclear.log`), and
-syslog lines name their sender. So a line's device is the hostname the line names; when the line
-names none, or names a node inside a chassis rather than the device (IOS-XR's `RP/0/RP0/CPU0`), it is
-the device its file is filed under.
+When it names none, or a node inside a chassis (IOS-XR's `RP/0/RP0/CPU0`), the device its file is filed under, as
+collectors file per device (`<archive>/<device>/<date>.log.gz`, `/var/log/remote/<device>/messages`) or name
+files after it (`leaf1.bgpclear.log`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Loading a nornir-style SimpleInventory folder into typed hosts and links. Pure: no warehouse.
 
-`hosts.yaml` is required, `groups.yaml` and `defaults.yaml` are optional. Platform, hostname,
-port, username and each key of `data` resolve host > its groups (in the order listed, each
-followed depth-first by its own groups) > defaults, as nornir resolves them. Links are a host's
-own: `data.links` of a group or of the defaults is ignored.
-
-A bad entry is a rejected record with its reason; the rest loads. A file that is not YAML, a
-malformed defaults.yaml (it applies to every host) and a cycle among groups fail the whole load.
+`hosts.yaml` is required, `groups.yaml` and `defaults.yaml` optional; values resolve host > groups > defaults as in
+nornir, a bad entry is a rejected record and the rest loads. The rules: docs/inventory.md#the-format and
+docs/inventory.md#validation.
 """
 
 from __future__ import annotations

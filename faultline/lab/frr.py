@@ -1,14 +1,7 @@
-"""FRR, one instance per router: config, pid and socket files all in the lab's run dir.
+"""FRR, one instance per router: its configuration rendered and written split per daemon, and its daemons started.
 
-Daemons are started directly (no watchfrr, so a killed daemon stays dead) with pathspace `-N NS`
-and every path overridden into `<run_dir>/frr/<NS>/`, so nothing lands in /etc/frr or /var/run/frr.
-FRR does keep crash-log buffers in /var/tmp/frr/<daemon>.<pid>; `extra_paths` lists them for removal.
-
-Each router's configuration is rendered whole (what `show running-config` shows) and written split,
-one file per daemon (`zebra.conf`, `bgpd.conf`, `ospfd.conf`, `ripd.conf`, `staticd.conf`), FRR's
-split-config mode: every daemon reads only lines it understands, so none logs "No such command" at
-start. Every daemon logs through syslog (`log syslog informational`) to the lab's collector
-(`faultline.lab.syslog`); there are no FRR log files.
+Every file of an instance lives in the lab's run dir (none in /etc/frr or /var/run/frr) and every daemon logs to
+the lab's syslog collector; how and why: docs/lab.md#frr-per-router.
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
 """A lab topology written as a nornir-style SimpleInventory (hosts.yaml, groups.yaml, defaults.yaml).
 
-Built from the topology definition alone, so it needs neither root nor a running lab. Every device
-is a host: routers (platform frr, hostname its loopback), end hosts and servers (platform linux,
-hostname their first address) and access switches (platform linux; a switch has no address, so
-its hostname is its device name). Links carry the interface names the lab's builder gives both
-ends, and DNS names come from the lab's zones. `faultline ingest inventory` reads the result.
-
-When the running lab has a management network (`lab up --mgmt`), `lab_access` reads how to reach it
-and the inventory becomes SSH-ready for `faultline.network.ssh_inventory`: every host's hostname is
-its management address (port 22, user root in the defaults, the lab's client key as the defaults'
-`data.ssh_key_file`), its data says which namespace it is and which folders probes may read
-(`file_roots`, and a router's `vty_socket`), and `known_hosts` beside the YAML files pins every
-node's host key. Every other key is the same as without management.
+Built from the topology definition alone (no root, no running lab); with the running lab's management network
+(`lab_access`) it is SSH-ready, with a known_hosts file. What it holds: docs/inventory.md#the-labs-inventory.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""Host locks between processes that drive labs (`flock` on files in /tmp).
+"""Host locks between processes that drive labs: `flock` on the machine lock and on one lock per lab prefix, in /tmp.
 
-* `/tmp/faultline-lab.lock`, the machine lock: held by a pytest session that builds labs
-  (tests/conftest.py), by `faultline corpus generate` for its whole run, and by anyone driving a lab
-  by hand (`flock /tmp/faultline-lab.lock ...`). It keeps long lab users out of each other's way.
-* `/tmp/faultline-lab-<prefix>.lock`, one per lab prefix: `lab up` and `lab down` hold it while they
-  build or remove the lab, and a parallel generation worker holds it for its whole life, so two
-  processes never build or tear down the same prefix at once.
-
-Locks are re-entrant within a process (a worker holding its prefix lock calls `lab up`, which takes
-it again), and `machine_lock` does not wait for a lock an ancestor process already holds (the
-documented `flock /tmp/faultline-lab.lock faultline corpus generate ...`).
+Who holds which, and why they are re-entrant: docs/lab.md#several-labs-at-once.
 """
 
 from __future__ import annotations

@@ -1,26 +1,7 @@
 """The lab's management network (`lab up --mgmt`): every node reachable over SSH, its data plane untouched.
 
-As containerlab's management network: the root namespace holds a bridge `<prefix>mgmt` with the first
-address of `lab_mgmt_subnet` (.1), and every node (routers, switches, hosts, servers, in topology
-order) has a veth `mgmt0` on it with the next addresses (.2, .3, ...). Each node runs an OpenSSH
-server listening on that address alone; it lets root in with the lab's client key only, and only
-to run the forced command `faultline.network.ssh_guard` (Faultline's read-only probe commands).
-
-There is no VRF here (this kernel is built without CONFIG_NET_VRF: `ip link add mgmt type vrf` fails),
-yet a node must keep the same main routing table, FRR the same routes and the data plane the same
-paths. So mgmt0 carries no address at all:
-
-* the node's management IP is a `local` route in its local table: sshd can bind it and packets to it
-  are delivered, while `ip route` (the main table) never shows it and zebra, which learns connected
-  routes from interface addresses and reads neither the local table nor table 1000, never sees it;
-* replies leave through table `MGMT_TABLE`, chosen by `ip rule from <ip>`: only packets sourced from
-  the management address ever use it;
-* neighbours on the segment are permanent on both ends (MACs derived from the IPs): no ARP, so a
-  fault that flushes neighbours or filters ARP does not cut management;
-* IPv6 is off on every management link (`addrgenmode none`: no link-local address, no fe80::/64).
-
-Everything is recorded in `LabState.mgmt` before it is made; `remove_network` deletes the root
-namespace's links by name (the node ends go with the namespaces).
+A bridge in the root namespace, a `mgmt0` per node whose address lives outside the main routing table (this
+kernel has no VRF), and a forced-command sshd per node; the design: docs/lab.md#the-management-network.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
-"""Names of what the lab creates: every namespace (and so every leftover) carries the lab prefix.
+"""Names of what the lab creates: every namespace (and so every leftover) carries the lab's prefix.
 
-Several labs can run on one machine when each has its own prefix (`lab_prefix` setting, `fl-` by
-default) and its own run dir. The prefix is all that tells labs apart on the machine: namespaces
-(`<prefix><device>`, and a link fault's parking namespace `<prefix>park-<id>`), the FRR pathspace
-and router dirs (named after the namespace) and `/etc/netns/<namespace>`. Interfaces need no prefix:
-they are created inside the lab's own namespaces (`eth<k>`, `br<k>`, `br<k>p<i>`, `br<k>s<i>`, at
-most 9 characters), never in the root namespace, so they cannot clash with another lab's.
-
-The lab code names namespaces with `namespace_name(device)` without passing the prefix around: the
-prefix of the lab being worked on is process-wide, set by `lab up`, `lab down`, `status` and
-`probe_context` from the settings or the lab's state. A process works on one lab at a time; parallel
-corpus generation runs one worker process per lab.
+The prefix of the lab being worked on is process-wide, set from the settings or the lab's state; what it governs,
+and why interfaces need none: docs/lab.md#several-labs-at-once.
 """
 
 from __future__ import annotations

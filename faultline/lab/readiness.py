@@ -1,10 +1,6 @@
-"""Readiness: poll until routing has converged and the hosts reach each other.
+"""Readiness: poll until routing has converged, the services answer and the end hosts reach each other.
 
-Never a fixed sleep: each check is repeated until it passes or a deadline expires, and a timeout
-names exactly what was not ready. Routing checks per protocol: BGP sessions Established; OSPF
-adjacencies Full, then every router has a route to every LAN; RIP every router has a route to every
-LAN. Then services answer (DNS records, HTTP, DHCP leases). Then end-host reachability: all pairs
-for small labs, a covering sample for large ones.
+Never a fixed sleep; a timeout names exactly what was not ready. The checks, in order: docs/lab.md#readiness.
 """
 
 from __future__ import annotations

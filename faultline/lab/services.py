@@ -1,24 +1,7 @@
-"""Lab services: DNS, DHCP (server, relays, clients), web servers and a load balancer, per node.
+"""Lab services per node: DNS, DHCP (server, relays, clients), web servers and a load balancer.
 
-Every service is a plain process in its node's namespace, started in the foreground from the root
-namespace (so its PID is known without a pid file race) with its config and data files in
-`<run_dir>/svc/<node>/`. Services log through syslog to the lab's collector (`faultline.lab.syslog`:
-the node's socket is the process's /dev/log): dnsmasq by its default, nginx with `syslog:server=unix:
-/dev/log` for its error and access logs, udhcpc with `-S` (and `logger` in its hook). nginx also keeps
-its access log as a file, which `web_dos_attack` reads on the box to verify the flood:
-
-* `dns` nodes: dnsmasq as an authoritative server for the node's zone (records in a hosts file,
-  re-read on SIGHUP; no recursion, no upstream);
-* `dhcp` nodes: dnsmasq with DNS off, one tagged range per routed user LAN (router and DNS options
-  per LAN) and a reservation per DHCP host, so every host gets the address the topology gives it;
-* routers in `topology.dhcp_relays`: dnsmasq as a DHCP relay on each of their LAN gateways;
-* hosts with `dhcp=True`: busybox udhcpc with a hook that only touches the host's eth0, its default
-  route and its own `/etc/netns/<ns>/resolv.conf`;
-* `web` and `backend` nodes: nginx serving a small index page and a 256 KiB `/big.bin`;
-* `lb` nodes: nginx proxying to the node's backends (`topology.lb_backends`).
-
-Hosts with `resolvers` get `/etc/netns/<ns>/resolv.conf` (bind-mounted over /etc/resolv.conf by
-`ip netns exec`), removed with the namespace's other per-namespace paths on `lab down`.
+Each is a plain foreground process in its node's namespace, with its files under `<run_dir>/svc/<node>/`, logging
+to the lab's syslog collector; what runs where, configured how: docs/lab.md#services.
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
-"""The lab's syslog collector: one rsyslogd per lab, every device's daemons log to it through syslog.
+"""The lab's syslog collector: one rsyslogd per lab, to which every device's daemons log through syslog.
 
-Transport (no change to any namespace's data plane: no interface, address or route is added):
-
-* the collector is `rsyslogd` in the root namespace, with its own config, pid file and sockets under
-  `<run_dir>/syslog/`; it listens on one Unix datagram socket per device (`imuxsock`,
-  `sock/<device>`), and the input's `HostName` is the device's name, so every line it files carries
-  the device it came from whatever the sender wrote;
-* every daemon of a device is started as `ip netns exec NS sh -c 'mount --bind SOCK /dev/log && exec
-  DAEMON...'`: `ip netns exec` already runs its command in a mount namespace of its own (propagation
-  slave), so the bind mount is seen by that daemon and its children only; libc `syslog()` (FRR,
-  dnsmasq, udhcpc, `logger` in a hook) and nginx's `syslog:server=unix:/dev/log` reach the device's
-  socket;
-* the collector writes `<run_dir>/syslog/<device>/messages`, one line per message:
-  `<PRI>TIMESTAMP HOST TAG: MESSAGE`, the time the collector received it, RFC 3339 in UTC
-  (the `syslog_iso` log format; the PRI gives the line its severity).
-
-`/dev/log` must exist to be a bind-mount target; on a machine without a system syslog it is created
-once as an empty file and left there (removing it would detach the mounts of a lab still running).
+One Unix socket per device, bind-mounted over its daemons' /dev/log, and one file per device; no namespace's data
+plane changes. Transport, line format and teardown: docs/lab.md#syslog-every-device-logs-to-one-collector.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """The lab's typed topology: nodes with roles, point-to-point links, host LANs, deterministic addresses.
 
-Addresses come from fixed pools in the order nodes, links and LANs are added, so the same scenario
-and size always give the same addresses:
-
-* router loopbacks: 10.255.0.N/32 (N = 1, 2, ... in router order);
-* router-to-router links: /31s from 10.0.0.0/16 (link k gets 10.0.(2k // 256).(2k % 256)/31);
-* host LANs: 10.1.K.0/24, gateway .1 on the router, hosts .10, .11, ...
-
-A LAN's hosts hang off the router directly (one host: a veth; several: a bridge on the router) or
-off access switches (namespaces holding only a bridge) whose uplinks are ports of the router's bridge.
-OSPF areas are attributes of links, LANs and router loopbacks (default area 0).
+Addresses come from fixed pools in the order things are added, so a scenario and size always get the same ones;
+the pools and the LAN shapes: docs/lab.md#topology-and-addressing.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Which command lines a device may be asked to run: the probes' argument vectors, and nothing else.
 
-The probe API builds every command from validated arguments (`validate`); this module checks the
-finished argument vector again, at the point where it leaves Faultline (the SSH runner) and where it
-arrives on a device (the forced command `faultline.network.ssh_guard`). Each rule describes one
-probe's command shape: the program, its fixed options, and a validator for every value slot. A
-vector that fits no rule is refused with the reason; nothing is run.
-
-Kept free of heavy imports: the forced command loads it for every command a device receives.
+Checked where a finished vector leaves Faultline (the SSH runner) and where it arrives on a device (the forced
+command `faultline.network.ssh_guard`), hence free of heavy imports; one rule per probe's command shape:
+docs/ssh.md#read-only-on-the-device-side-too.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""The network-backend registry: how a diagnosis gets a network to probe, by name.
+"""The network-backend registry: how a diagnosis gets a network to probe, by name (`open_backend`).
 
-    backend = open_backend("snapshot", settings, NetworkTarget(snapshot=Path("data/sample/backlog/x")))
-
-Built-ins (`snapshot`, `ssh`, `mcp`, and `lab`, which lives with the lab) are declared as entry points of the
-group ``faultline.network_backends`` in pyproject.toml and registered from there when first opened, as nornir
-registers its plugins; another package adds a backend the same way, or in code with `register_backend`. A second
-backend under a taken name is refused, never swapped in. The caller closes what it opens (`Backend.close`).
+Built-ins and other packages declare backends as entry points of `faultline.network_backends`, or register them in
+code; a taken name is refused. Usage and rules: docs/network.md#backends-and-their-registry.
 """
 
 from __future__ import annotations

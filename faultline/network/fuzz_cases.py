@@ -1,10 +1,7 @@
 """Generated hostile command lines for the allowlist fuzz (`faultline.network.guard_fuzz`).
 
-Most cases start from a command the probes really send (`VALID`, one or more per allowlist rule) and break
-it a little: a slot replaced, a token inserted, appended, dropped or glued on, the program swapped. The rest
-are random vectors and raw command lines with shell syntax. The hostile atoms cover shell metacharacters,
-option injection (`--output=/etc/x`), path traversal, NUL bytes, very long strings, unicode look-alikes and
-non-ASCII digits, and newlines; every payload that would do something names the canary file.
+Near-misses of the commands the probes really send, random vectors and raw shell syntax, every payload naming the
+canary file; what they cover: docs/ssh.md#read-only-on-the-device-side-too.
 """
 
 from __future__ import annotations

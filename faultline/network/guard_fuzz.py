@@ -1,17 +1,8 @@
 """Fuzz the probe allowlist at both ends: generated command lines against the real forced command, with a canary.
 
-Each generated case is an argument vector (shlex-joined into the command line a device receives) or a raw
-command line. The client-side check (`allowlist.refusal`) judges the vector; the device side is the real
-`faultline.network.ssh_guard.main`, run in a forked child per case with SSH_ORIGINAL_COMMAND set, so its
-split, decision and `execvpe` are its own. One thing is changed in the child: the guard's fixed PATH points at
-a folder of fake programs, so an allowed command runs a recorder (which writes its argv to a file named by
-its process id) instead of the real tool, and any other program name found there (touch, rm, bash, ...)
-writes the canary. Payloads name the canary (`touch CANARY`, `$(touch CANARY)`, `/usr/bin/touch CANARY`),
-so a shell that interpreted one, or a guard that ran anything outside the allowlist, leaves it behind.
-
-    python -m faultline.network.guard_fuzz --count 10000 --seed 1 --work DIR
-
-prints one JSON object (`FuzzReport`); exit status 0 when no invariant broke.
+`python -m faultline.network.guard_fuzz --count 10000 --seed 1 --work DIR` prints one JSON object (`FuzzReport`)
+and exits 0 when no invariant broke; how the guard runs among fake programs and what counts as a breach:
+docs/ssh.md#read-only-on-the-device-side-too.
 """
 
 from __future__ import annotations
@@ -136,7 +127,7 @@ def check_case(case: Case, bin_dir: Path, ran: Path, report: FuzzReport) -> None
 
 
 def fuzz(count: int, seed: int, work: Path) -> FuzzReport:
-    """Generate `count` cases from `seed` and run each at both ends (see the module docstring)."""
+    """Generate `count` cases from `seed` and run each at both ends (docs/ssh.md#read-only-on-the-device-side-too)."""
     bin_dir, ran, canary = _fakes(work)
     canary.unlink(missing_ok=True)
     os.chdir(work)  # a shell glob that ran by mistake expands here, not in the caller's folder

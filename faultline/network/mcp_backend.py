@@ -1,22 +1,8 @@
-"""A `Backend` over any NIKA-compatible MCP server: each probe's commands run through `exec_shell`.
+"""A `Backend` over any NIKA-compatible MCP server: each probe's commands run through its `exec_shell` tool.
 
-`mcp_backend("http://host:port/mcp")` connects over streamable HTTP; anything else is a command line
-that starts a stdio server (e.g. `faultline mcp lab --snapshot F`). The MCP client is async; it
-lives on a background event-loop thread, so `Backend.probe` stays synchronous and thread-safe.
-
-How a probe's commands map onto the server (NIKA's exec_shell runs inside the device):
-- a command meant for the device's namespace is sent as is: `exec_shell(device, "ip -j addr show")`;
-- `vtysh -N ns -c CMD` / `vtysh --vty_socket DIR -c CMD` becomes `vtysh -c CMD` on the router;
-- `ip netns pids NS` (the process probe's first step) becomes `ps -e -o pid=` on the device;
-- anything else that needs the host's root namespace (the cgroup probe) is not available over MCP
-  and comes back as a failed command.
-Our own server adds `stdout`/`stderr`/`exit_code` as structured content and names the command a
-snapshot lacks (`missing`), which becomes `NotRecorded` here exactly as on direct replay; with other
-servers the text answer is taken as the command's stdout.
-
-The device directory comes from `list_devices` when the server offers it (our extension). Otherwise
-it is built from `get_reachability`'s `hosts`: end hosts only, each with role "host" and its one
-address; routers and device roles are then unknown, so router probes cannot be addressed.
+`mcp_backend(URL or command line)` connects over streamable HTTP or stdio; the client lives on an event-loop
+thread of its own, so `Backend.probe` stays synchronous. How commands map onto the server and where the device
+directory comes from: docs/network.md#the-mcp-backend.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """The probe API: the only way diagnosis code touches a device.
 
-A registry (an allowlist) of read-only probes by name. `run_probe(ctx, "ping", src="h1",
-dst_ip="10.0.2.2")` validates every argument (see `validate`), runs one argument vector through
-the `Runner` and returns a `ProbeOutput` with a typed record plus the raw text. Anything refused
-raises `ProbeError` before a process is started.
-
-Probes: the device probes of `device_probes` (ping, traceroute, ip_addr, ip_route, ip_link, ip_neigh,
-nft_ruleset, iptables_rules, tc_qdisc, vtysh_show, sockets, processes, nstat, bridge_fdb, dig,
-http_get, read_file, tail_file, dhcp_check, cgroup_cpu, cpu_usage) and the network-wide `reachability`.
+A registry (an allowlist) of read-only probes by name: `run_probe(ctx, "ping", src="h1", dst_ip="10.0.2.2")`
+validates every argument, runs one argument vector through the `Runner` and returns a typed record plus the raw
+text; anything refused raises `ProbeError` first. The probes: docs/lab.md#the-probe-api.
 """
 
 from __future__ import annotations

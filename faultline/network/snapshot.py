@@ -1,15 +1,7 @@
-"""Recorded lab snapshots: every probe's commands captured once, answered again without root or a lab.
+"""Recorded snapshots: every probe's commands captured once, answered again without root or a lab.
 
-Recording wraps the live `Runner`: each command a probe runs is kept (argument vector, output, exit
-code, timing) in a `Snapshot` together with the device directory, file roots and vty dirs. Replaying
-builds a `ProbeContext` whose runner answers from those commands, so `run_probe` parses exactly the
-same output into exactly the same typed records. A call whose commands were not recorded gets a
-`NotRecordedResult` (see `probes.run_probe`), never an invented answer.
-
-`standard_calls` is the battery a snapshot records: per device its addresses, links, routes,
-neighbours, firewall, qdiscs, sockets, processes, counters and readable files; per router the FRR
-state of its protocol; the reachability matrix; name lookups and web requests from every client
-position; traceroutes for the pairs that fail.
+Replay parses the same output into the same typed records and answers "not recorded" to anything else;
+`standard_calls` is the battery a snapshot records. Both: docs/network.md#snapshots.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Where SSH logins get their secrets and trust: keys, passwords, known host keys.
 
-- Keys: `ssh_key_file` (setting) > the inventory's `ssh_key_file` > ssh-agent and ~/.ssh's default keys.
-- Passwords: only from the environment (FAULTLINE_SSH_PASSWORD) or a secrets file readable by its owner
-  alone (`ssh_secrets_file`: YAML {host or "*": password}). Never from the inventory, never written.
-- Host keys: checked against one known_hosts file (`ssh_known_hosts` > `known_hosts` beside the
-  inventory > ~/.ssh/known_hosts). Strict by default; `ssh_accept_new_host_keys` (lab only) adds a key
-  for a host the file does not list yet, never replaces a listed one.
+Keys from the settings, the inventory or ssh-agent; passwords only from the environment or an owner-only secrets
+file, never from the inventory; host keys checked strictly against one known_hosts file. The order of each:
+docs/ssh.md#the-inventory.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """The device side of the SSH backend: a forced command that runs a probe command and nothing else.
 
-sshd runs it instead of whatever the client asked for (`command="..."` in authorized_keys, or
-`ForceCommand`); the client's command line arrives in SSH_ORIGINAL_COMMAND. It is split as a
-POSIX shell would split it (never given to a shell), checked against the same allowlist the
-client checked (`faultline.network.allowlist`) and, when it fits, executed directly with a fixed
-environment. Anything else, an interactive login included, is refused with exit status 126 and
-one line on stderr; with `--log FILE` every decision is appended there too.
-
-    python -m faultline.network.ssh_guard [--read-root DIR ...] [--sudo PROGRAM ...] [--log FILE]
-
-`--sudo nft` runs an allowed `nft ...` as `sudo -n -- nft ...`: on a real device the probe account is not
-root, and sudoers grants it those programs only.
+`python -m faultline.network.ssh_guard [--read-root DIR ...] [--sudo PROGRAM ...] [--log FILE]` checks the
+command line in SSH_ORIGINAL_COMMAND against the allowlist and executes it directly, or refuses it with exit status
+126; details and a recipe for a real device: docs/ssh.md#read-only-on-the-device-side-too.
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
 """Devices reached over SSH, from a nornir-style inventory folder (hosts.yaml, groups.yaml, defaults.yaml).
 
-The folder is the one `faultline ingest inventory` reads (`faultline.inventory.load`); each resolved
-host becomes an `SshTarget` (where to connect) and a `Device` (what the probe API knows). Keys a host
-(or its groups, or the defaults) may set under `data`:
-
-- `role`: router, host, switch, dns, dhcp, web, lb, backend (a web server behind a load balancer), client,
-  server (default host; router for platform frr)
-- `addresses`: its data-plane addresses; `hostname` is the management address SSH connects to
-- `namespace`: the device is this network namespace on the SSH server (the lab's nodes); absent, the
-  device is the whole machine
-- `vty_socket`: FRR's vty socket folder, when not the default one
-- `file_roots`: the folders whose files probes may read (configs, logs)
-- `ssh_key_file`: the private key to log in with
-- `mgmt_interface`: the interface (or list) SSH arrives on: management, not part of the network diagnosed
-
-Credentials never come from the inventory: see `faultline.network.ssh_credentials`.
+The folder `faultline ingest inventory` reads; each resolved host becomes an `SshTarget` (where to connect) and a
+`Device` (what the probe API knows). The `data` keys it reads: docs/ssh.md#the-inventory.
 """
 
 from __future__ import annotations

@@ -1,21 +1,8 @@
 """The probe API's runner over SSH (asyncssh): the same commands as the local runner, run on the device.
 
-Why asyncssh: a maintained pure-Python SSH implementation on asyncio with channel multiplexing (many
-commands over one connection at once), OpenSSH known_hosts checking, ssh-agent and key files; scrapli
-and netmiko drive interactive CLIs by screen-scraping a shell, which our argv-shaped read-only commands
-do not need and which would put a shell between the probe and the device.
-
-Every command is checked against `faultline.network.allowlist` before it is sent (a refused one
-raises `Refused` and never reaches the device), then sent as `shlex.join(argv)`: the device's forced
-command (`faultline.network.ssh_guard`) splits it back into the same vector. The result is the local
-runner's `CommandResult` with the local runner's `argv` (an `ip netns exec` prefix for namespaced
-commands), so a snapshot recorded over SSH replays like one recorded on the lab host.
-
-Connections: at most `pool_size` open (idle ones are closed, least recently used first, to make room),
-at most `per_device` commands at once on one device, `retries` reconnects with a doubling back-off; a
-device that failed them all is held down for `hold_down_s` (its commands fail at once meanwhile).
-A device that cannot be reached, refuses the login or presents an unknown host key gives a result
-with exit status 255 and the reason in `stderr` and `transport_error`: a failure row, never a crash.
+Every command is checked against the allowlist before it is sent; a pool bounds the connections, and a device
+that cannot be reached gives a failure result, never a crash. Why asyncssh, and the pool's rules:
+docs/ssh.md#transport.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Tonight's backlog: open tickets (with their incident when there is one) and what each still needs.
 
-An item needs a method when the ledger has no settled outcome (``done`` or ``skipped``) for it with the
-same input digest. The digest covers what the method reads: the ticket's content hash, the incident's log
-files and recorded snapshot, and the analyst (ASTRA) or network backend (SADE) — so an edited ticket, a
-new model or a replaced snapshot is analysed again, and a run killed half-way redoes only what it had
-not finished. SADE needs a network: an imported ticket with no incident, or an incident without its
-snapshot on the snapshot backend, is skipped with the reason recorded.
+An item needs a method unless the ledger settled it for the same input digest; a method that cannot run (SADE
+without a network) is a skip with its reason. What each digest covers: docs/nightly.md#the-backlog-and-the-ledger.
 """
 
 from __future__ import annotations

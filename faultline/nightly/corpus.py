@@ -1,13 +1,7 @@
 """A corpus folder for the nightly run: which subfolders it reads, in what order, and what each ingest did.
 
-Generated incidents (`faultline corpus generate`: per incident folder a ticket, snapshots and ground truth;
-per suite the devices' syslog archive ``archive/<device>/<date>.log.gz``, ingested as ordinary logs with no
-incident id; older corpora's per-incident ``logs/`` are still read) sit in ``history/`` (resolved) and
-``backlog/`` (open); plain exports sit in ``tickets/``
-(any ticket layout `faultline ingest tickets` reads), ``logs/`` (device logs, stored untagged: no incident
-id) and ``docs/``. Every subfolder is optional. The Prefect flow passes its tasks in as the two ingest
-callables (one task run per incident folder, one per export file), the way `ingest_paths` takes
-``per_file``; called without them, the same work runs as plain functions.
+`history/` and `backlog/` hold generated incidents, `tickets/`, `logs/` and `docs/` plain exports; the Prefect flow
+passes its tasks in as the ingest callables. docs/nightly.md#the-corpus-folder.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """One docs MCP server for a whole nightly run, shared by every unit on this machine.
 
-Without it every process that analyses incidents spawns its own `faultline mcp docs` over stdio, which
-loads the embedding model again (about a gigabyte and ten CPU-seconds per worker process) and lives until
-that process exits. `shared_docs_server` starts one server over streamable HTTP on 127.0.0.1 for the run,
-hands the units settings that point at it (`docs_mcp_url`, and the `mcp_token` it requires: the setting's, or
-a random one made for the run, so no other local user can call it), and stops it when the run's analysis ends (the
-server also stops by itself once the flow's process is gone, so a killed run leaves none behind). The
-server reads only the LanceDB doc index, never the warehouse, so it runs beside the flow that writes it.
-
-Not for the `cluster` runner (its workers may sit on other machines and reach no loopback address) nor when
-`docs_mcp_url` is already set: those settings go to the units unchanged. A server that does not come up is
-not fatal: the units then spawn their own, as before, and the reason is logged.
+`shared_docs_server` starts it over HTTP on 127.0.0.1 behind a token, hands the units settings that point at it and
+stops it with the run's analysis; not for the `cluster` runner, and never fatal. Why and how:
+docs/nightly.md#the-runs-docs-server.
 """
 
 from __future__ import annotations
@@ -36,7 +28,7 @@ log = logging.getLogger(__name__)
 
 @contextmanager
 def shared_docs_server(settings: Settings) -> Iterator[Settings]:
-    """`settings` with `docs_mcp_url` pointing at a server started for the block (see the module docstring)."""
+    """`settings` with `docs_mcp_url` pointing at a server started for the block (docs/nightly.md#the-runs-docs-server)."""
     if settings.docs_mcp_url or settings.nightly_task_runner == "cluster":
         yield settings
         return

@@ -1,10 +1,7 @@
 """Where one unit of nightly work runs: it reads a copy of the warehouse and writes only to tables of its own.
 
-Before a stage fans out, the flow (the warehouse's one writer) checkpoints the warehouse and copies its file
-(`copy_warehouse`, into `nightly_work_dir`: a filesystem every worker sees). A worker runs the unit in a
-`unit_space`: an in-memory DuckDB with the copy attached read-only, where the unit's output tables are empty
-tables of its own and every other name resolves to the copy. What it inserted and the DELETEs it ran come back
-as a `UnitResult`, which `replay` runs on the warehouse: the deletes, then the rows (docs/architecture.md).
+`copy_warehouse` checkpoints and copies the warehouse for a stage, `unit_space` gives a unit its own tables over
+that copy, and `replay` runs what the unit did on the warehouse. docs/nightly.md#warehouse-copies-and-unit-spaces.
 """
 
 from __future__ import annotations

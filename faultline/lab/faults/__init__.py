@@ -1,11 +1,8 @@
 """Verified fault injection for the network lab, labelled with NIKA's v1 root-cause names.
 
-`inject(state, label, target, seed)` puts a fault on the lab and records it in the lab state;
-`verify(state, ctx)` checks that each fault's artifact is there and its symptom shows through the
-probe API (FaultNotVerified otherwise); `recover(state)` undoes them and waits until the lab is
-healthy; `ground_truth(state)` gives NIKA's v1 and v2 ground truth. `applicable(label, topology)` and
-`label_scenarios(label, size)` say where a label can be injected. Every v1 label, injectable here or
-not, is in the catalogue `faultline.nika.labels`.
+`inject` puts a fault on the lab and records it, `verify` checks its artifact and symptom through the probes,
+`recover` undoes every fault, `ground_truth` gives NIKA's v1 and v2 truth, and `applicable` / `label_scenarios`
+say where a label can go; the lifecycle: docs/lab.md#fault-lifecycle.
 """
 
 from faultline.lab.faults.applicability import applicable, label_scenarios

@@ -1,10 +1,6 @@
-"""Which labels apply to which scenarios: data on each fault class, checked against real topologies.
+"""Which labels apply to which scenarios: each fault class's targets, looked for in every registered scenario.
 
-A fault applies to a topology when its class finds a target there (`Fault.targets`): the lab runs
-one of the class's `protocols` (empty: any) and has a device with one of its `roles`, plus whatever
-the class narrows that to (a router with a host LAN, two end hosts on one bridge, a victim LAN). Every
-scenario registered in `faultline.lab.scenarios.SCENARIOS` is checked, so a scenario added later
-is picked up without touching this module.
+The rule (protocols, roles, and what a class narrows them to): docs/lab.md#fault-lifecycle.
 """
 
 from __future__ import annotations

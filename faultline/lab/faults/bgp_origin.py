@@ -1,17 +1,7 @@
-"""BGP faults that originate a prefix the router does not own (BGP scenarios), live through vtysh.
+"""BGP faults that make a router originate a prefix it does not own: `bgp_blackhole_route_leak`, `bgp_hijacking`.
 
-A more specific prefix P inside another router's host LAN is announced with `network P` under
-`router bgp`, so every router prefers it (longest match) and traffic for that part of the LAN goes
-to the faulty router. BGP here runs with `bgp network import-check`: P is only announced while the
-faulty router has a route for it, which each fault creates first.
-
-* `bgp_blackhole_route_leak`: P = the /30 around a seeded remote host's address (NIKA v1), made
-  routable by the static `ip route P Null0`. The lab's BGP routers run no staticd, so the fault starts
-  one (recorded in the lab state, stopped again on recover); the leaked route blackholes P network-wide.
-* `bgp_hijacking`: P = the first /25 of the victim's /24 (the last web server, else the last host, as
-  NIKA), put on `lo` with `ip addr replace` (NIKA's `interface lo` address). On `lo` the kernel treats
-  the whole /25 as local, so the hijacker answers pings for the victim while the victim's own
-  replies are absorbed: rows from the victim fail.
+Live through vtysh on BGP scenarios; how each makes the prefix routable and what the network then does:
+docs/lab.md#routing-faults.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """Keep every process of one network namespace inside one cgroup (what a container's cgroup does).
 
-Standard library only, run as a script from the root namespace:
-`python -I cgroup_join.py --netns fl-web_server_0 --cgroup /sys/fs/cgroup/cpu/faultline_cpu_f1 --tag T`.
-A network namespace is not a container: a process started later in it (`ip netns exec NS curl ...`,
-a probe) lands in the root cgroup and would escape a CPU cap put on the node. This helper listens to
-the kernel's process events (netlink connector, PROC_EVENT_EXEC), stops every process that execs
-inside the namespace in the root cpu group (SIGSTOP, within a millisecond or so), writes it into the
-cgroup's `cgroup.procs` and lets it continue (SIGCONT); a sweep of /proc every second catches
-anything missed. Processes already in another group (another fault's capped helper) are left
-alone, and so is the node's management sshd (`--spare PID`) with everything its logins start. It exits on SIGTERM, or by itself once the namespace or the cgroup is gone (so it never
-outlives the lab).
+A stdlib-only script run from the root namespace (`python -I cgroup_join.py --netns NS --cgroup GROUP --tag T
+[--spare PID]`); why a namespace needs it and how it works: docs/lab.md#cpu-contention-faults.
 """
 
 from __future__ import annotations

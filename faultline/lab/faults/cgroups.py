@@ -1,10 +1,7 @@
 """CPU caps for fault helper processes: cgroup v1 `cpu` groups made and joined from the root side.
 
-`ip netns exec` remounts /sys, so a process inside a lab namespace cannot see /sys/fs/cgroup; a
-helper therefore joins its group in a root-namespace shell (`echo $$ > cgroup.procs`) and only then
-execs `ip netns exec NS ...`: it never runs a moment uncapped, and its children stay in the group.
-Groups are named `faultline_web_<fault id>`; `remove` deletes one once its processes are gone,
-and `create` first removes empty groups of that prefix left by a lab torn down without recovery.
+Groups are `faultline_web_<lab prefix><fault id>`; a helper joins its group in a root-namespace shell before it
+execs into the namespace, so it never runs a moment uncapped (docs/lab.md#cgroup-v1-from-the-root-side).
 """
 
 from __future__ import annotations

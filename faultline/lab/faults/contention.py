@@ -1,30 +1,8 @@
 """CPU contention on one node: `load_balancer_overload`, `sender_resource_contention`, `receiver_resource_contention`.
 
-NIKA v1 runs a stress-ng "all" mix (cpu, iomix, sock, hdd, vm at 75 % of memory) inside the node's
-container; v2 caps the container at 0.02-0.05 CPU and runs stress-ng in it. A network namespace is
-no container: a bare stress-ng in it loads the whole 2-core machine and every node slows down
-(docs/lab.md#namespaces-isolate-only-the-network). So the node gets a container-like CPU cap (PARTIAL/SUBSTITUTE):
-
-1. a cgroup v1 `cpu` group `/sys/fs/cgroup/cpu/faultline_cpu_<fault id>` capped at 5 % of one CPU
-   (cfs quota 5 ms per 100 ms period);
-2. every process of the node's namespace moved into it from the root side (`ip netns exec` hides
-   /sys/fs/cgroup inside the namespace), except one already in another group (another fault's
-   capped helper);
-3. `cgroup_join.py`, a root-namespace helper, keeps every process started in the namespace later
-   (a probe's curl, a DHCP hook) in the group, as a container's cgroup would;
-4. the load in the node, inside the group from its first instruction (a root-side `sh` writes its own
-   PID into `cgroup.procs`, then execs `ip netns exec NS <load>`): mechanism `standard` runs
-   `stress-ng --cpu 2 --timeout 600s`; mechanism `workload` runs an ordinary job instead, a checksum
-   over an endless input (`sha256sum /dev/zero`), so nothing on the node is a stress tool.
-
-The two hogs eat the 5 % at the start of every period and the group is throttled for the rest, so
-the node's service (nginx) and any command run on the node wait up to 100 ms each time they need the
-CPU, while the rest of the lab is untouched. Symptom: HTTP to the node's service (lb/web), or for a
-receiver host an HTTP GET from it, well above the baseline measured at inject time, and the group's
-`cpu.stat` throttling counters rising (probe `cgroup_cpu`). Recover stops the helper, kills the load
-by PID, moves the node's processes back to the root group and removes the group; on `lab down` the
-helper is stopped as a recorded helper, the load dies with the namespace and the group (listed in
-`state.extra_paths`) is removed once empty.
+A namespace is no container, so the node gets a container-like CPU cap (a cgroup v1 `cpu` group at 5 % of one
+CPU, kept by `cgroup_join.py`) with a CPU hog inside it (PARTIAL/SUBSTITUTE); the recipe, the symptom and how it
+is undone: docs/lab.md#cpu-contention-faults.
 """
 
 from __future__ import annotations

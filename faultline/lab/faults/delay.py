@@ -1,16 +1,7 @@
 """`dns_lookup_latency`: every DNS answer of the DNS server leaves one second late.
 
-NIKA v1 puts `tc qdisc add dev eth0 root netem delay 1000ms` on the DNS server. This kernel has no
-netem (SUBSTITUTE): an iptables rule in the DNS node queues its DNS answers,
-`-t mangle -A POSTROUTING -o eth0 -p udp --sport 53 -j NFQUEUE --queue-num 53 --queue-bypass`, and
-`nfqueue_delay.py` (a stdlib netlink NFQUEUE client, run in the node's namespace so it binds that
-namespace's queue) accepts each packet 1000 ms after it arrived. Unlike netem only UDP answers from
-port 53 are delayed (pings and TCP are not), so the node still looks healthy to reachability.
-With `--queue-bypass` answers flow undelayed whenever the helper is not bound.
-
-Symptom: `dig` from a client of the server still answers, about one second slower than the baseline
-measured at inject time. Recover deletes the rule and stops the helper by PID (it accepts what it
-still holds on the way out); `lab down` stops it as a recorded helper, and it dies with the namespace.
+This kernel has no netem (SUBSTITUTE): an iptables NFQUEUE rule in the DNS node hands its answers to
+`nfqueue_delay.py`, which releases each a second after it arrived; details: docs/lab.md#dns-and-dhcp-faults.
 """
 
 from __future__ import annotations

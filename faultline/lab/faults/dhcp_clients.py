@@ -1,14 +1,7 @@
 """The injector's side of DHCP faults: the server's per-LAN config lines, reversible edits, forced renewal.
 
-The lab's DHCP server (dnsmasq, `services.render_dhcp`) has one tagged block per user LAN
-(`dhcp-range=set:lanK,...` and `dhcp-option=tag:lanK,...`). A fault edits lines of one block; each
-edit is recorded as (old line, new line or None for a deletion, the line it followed), so recovery
-puts back exactly what the fault changed even if the file was touched since.
-
-Clients are busybox udhcpc processes; `renew_all` makes every one of them release (SIGUSR2: the
-hook flushes eth0) and then ask again (SIGUSR1), as NIKA's `dhclient -r; dhclient` does, and polls
-until the clients reach the state the caller expects. These helpers run commands directly: they
-are the injector, not diagnosis, so they do not go through the probe API.
+Edits are recorded so recovery puts back exactly what changed; `renew_all` is NIKA's `dhclient -r; dhclient` for
+udhcpc. These helpers act directly, not through the probe API: docs/lab.md#dns-and-dhcp-faults.
 """
 
 from __future__ import annotations

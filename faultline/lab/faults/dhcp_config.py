@@ -1,13 +1,7 @@
 """DHCP server misconfiguration (NIKA v1): a LAN's block missing, or handing out a spoofed gateway or DNS server.
 
-NIKA edits the target host's `subnet {}` block in isc-dhcp-server's dhcpd.conf, restarts the server
-and makes every host run `dhclient -r; dhclient`. Here the server is dnsmasq: the host's LAN has one
-tagged block (`dhcp-range=set:lanK,...`, `dhcp-option=tag:lanK,...`); the fault edits its lines
-(recorded, see `dhcp_clients`), restarts dnsmasq and makes every udhcpc client release and renew,
-polling until each client holds what the faulty server hands out. Ground truth names the server and
-the seeded host (NIKA: [DHCP, H]); v2's resource is the server, whose config changed. Recovery puts
-the lines back, restarts, renews every client and polls until each holds its reserved address and
-gateway again.
+NIKA edits isc-dhcp-server's `subnet {}` block; here the host's LAN block of dnsmasq's config is edited, the
+server restarted and every client renewed. Recipes, truth and recovery: docs/lab.md#dns-and-dhcp-faults.
 """
 
 from __future__ import annotations

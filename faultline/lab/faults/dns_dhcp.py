@@ -1,15 +1,7 @@
-"""DNS and DHCP faults (NIKA v1): wrong resolver, wrong record, DNS down or filtered, DHCP down or misconfigured.
+"""DNS and DHCP faults (NIKA v1): wrong resolver, wrong record, DNS down or filtered, DHCP down.
 
-Targets are drawn by role, so each label applies wherever its service exists: DNS labels on `dns`
-nodes that have a zone and a host resolving through them, `host_incorrect_dns` on hosts/clients with
-resolvers, DHCP labels where a `dhcp` node serves DHCP hosts (ospf_enterprise_dhcp). Symptoms are
-checked from a host of the lab through the probes (`dig`, `dhcp_check`, `ip_addr`, `ip_route`,
-`read_file`, `reachability`).
-
-NIKA runs BIND and isc-dhcp-server; the lab runs dnsmasq for both (see `services.py`), so a zone-file
-edit is a hosts-file edit + SIGHUP, a `subnet {}` block is a tagged `dhcp-range`/`dhcp-option` block,
-and `dhclient -r; dhclient` is udhcpc SIGUSR2 then SIGUSR1 (`dhcp_clients.renew_all`). The three
-DHCP config labels (missing subnet, spoofed gateway, spoofed DNS) are in `dhcp_config.py`.
+Targets are drawn by role, and NIKA's BIND and isc-dhcp-server become dnsmasq. The DHCP config labels are in
+`dhcp_config.py`, the DNS delay in `delay.py`; recipes: docs/lab.md#dns-and-dhcp-faults.
 """
 
 from __future__ import annotations

@@ -1,23 +1,8 @@
-"""End-host addressing faults (NIKA v1 `host_*`): eth0's address or default route changed by hand.
+"""End-host faults (NIKA v1 `host_*`): eth0's address or default route changed by hand, or the host crashed.
 
-Every mechanism records the host's eth0 addresses and gateway routes before touching them, and
-recovery puts exactly those back (`ip addr flush` + re-add, `ip route replace`), so undoing twice, or
-undoing a fault somebody already repaired, is harmless. Values follow NIKA v1 (docs/nika.md#the-v1-label-table, docs/lab.md#host-faults):
-
-* `host_missing_ip`: the address deleted (the default route goes with it).
-* `host_incorrect_ip`: address replaced by 10.2.1.x/24 (x seeded), default via 10.2.1.1.
-* `host_incorrect_gateway`: default route via the gateway's address with last octet .254.
-* `host_incorrect_netmask`: same address with /8, default via the original gateway.
-* `host_ip_conflict`: host B (the target) takes host A's address (A seeded among the other hosts)
-  and a default route via A's gateway; ground truth names both.
-
-`host_crash` (partial, docs/lab.md#host-faults: there is no container to kill): every process in the host's namespace is
-killed by PID and its own interfaces are set down, as a dead machine's NIC stops signalling: the switch
-or router port at the far end stays administratively up and loses carrier (not `link_down` on that
-port). Recover sets the host's interfaces up, restores its addresses and routes and starts its lab
-service afresh (a DHCP host's udhcpc), as a rebooted host would; the record lists what was killed.
-On a lab with a management network (`lab up --mgmt`) the host's sshd dies with the rest and its
-management port goes dark too (a crashed machine answers nothing); recover brings both back.
+The addressing faults record eth0's addresses and gateway routes first and recovery puts exactly those back;
+`host_crash` (partial: no container to kill) kills the namespace's processes and sets its interfaces down.
+Values and recipes: docs/lab.md#host-faults.
 """
 
 from __future__ import annotations

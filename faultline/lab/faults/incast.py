@@ -1,26 +1,8 @@
 """`incast_traffic_network_limitation`: a web server's access link shaped, many clients sending UDP at it.
 
-NIKA v1 puts `netem delay 20ms` (root) + `tbf rate 1mbit burst 500kb limit 500kb` (child) on the web
-server's eth0 and runs iperf3 UDP at 20 Mbit/s from every host towards it. Here (SUBSTITUTE/PARTIAL):
-
-* the same tbf is the root qdisc of the web's eth0 (egress); netem does not exist in this kernel, so
-  the 20 ms delay is left out;
-* the web's ingress is shaped too (our addition): an ingress qdisc on eth0 redirects every packet
-  (u32 match-all, action mirred) to an ifb device created in the web's namespace (ifb, ingress, u32
-  and mirred all work in a lab namespace; tested) whose root is a tbf at the same 1 Mbit/s with a
-  0.5 s queue. This is the receiver's bottleneck an incast fills; NIKA's tbf only shapes what the
-  web sends and its burst (500 KB) lets a 256 KiB page through unshaped, so there the UDP senders
-  barely matter;
-* the senders are our own paced UDP generators (`loadgen.py udp`, no iperf3), one per client host (at
-  most `MAX_SENDERS`, seeded), together `TOTAL_KBPS` kbit/s (3x the bucket rate, so the ingress
-  queue stays full) rather than 20 Mbit/s each, to keep the 2-core machine usable. They run in the
-  clients' namespaces under one root-namespace `sh` whose PID is recorded (stopped by PID on recover
-  and by `lab down`; the namespace sweep of `lab down` kills the senders too).
-
-Symptom (measured): the full ingress queue drops most of the 1,242-byte datagrams and delays what
-fits by ~0.5 s, so a client's pings to the web take ~500 ms (small packets still fit: little loss)
-and its HTTP GET of the index page ~1 s instead of 0.5 ms. Verify wants ping loss >= 30 % or rtt
->= 100 ms, and an HTTP GET slower than 0.3 s (or failing). Ground truth: [web], v2 `interface/<web>/eth0`.
+SUBSTITUTE/PARTIAL: NIKA's egress tbf without its netem delay, an ifb-shaped ingress of our own, and our paced UDP
+senders (`loadgen.py udp`), 3x the bucket rate in all; the recipe, the measured symptom and why:
+docs/lab.md#traffic-and-load-faults.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """Layer-2 faults: a forged ARP entry on a host, two end hosts sharing one MAC on a bridged LAN.
 
-* `arp_cache_poisoning` (NIKA v1 `arp -s <gateway> 00:11:22:33:44:55`): `ip neigh replace <gateway>
-  lladdr 00:11:22:33:44:55 nud permanent` on the host's LAN interface. Frames for the gateway carry a
-  MAC nobody owns (a bridge floods them, the router ignores them), so the host loses everything off
-  its LAN. Recover deletes the entry; the host re-resolves the gateway.
-* `mac_address_conflict`: NIKA sets devA's eth0 MAC to the MAC of a link peer devB. On a veth
-  point-to-point link that changes nothing (tested), so here devA and devB are two end hosts on one
-  bridged LAN (the same L2 segment) and devA (the target) takes devB's MAC. The bridges learn the
-  shared MAC on whichever port sent last; frames between the two never arrive (the bridge sees the
-  destination on the ingress port), and the gateway's ARP entries for both end up on one MAC.
-  Recover restores devA's MAC, flushes the LAN's bridge FDBs and the neighbour entries for both
-  addresses on every device of the LAN, so nothing waits for ARP or FDB ageing.
+`arp_cache_poisoning` as NIKA v1; `mac_address_conflict` on a shared LAN, since on a veth point-to-point link a
+copied MAC changes nothing. Recipes and recovery: docs/lab.md#layer-2-faults.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Link faults: an interface administratively down, flapping, or gone.
+"""Link faults: an interface administratively down (`link_down`), flapping (`link_flap`), or gone (`link_detach`).
 
-* `link_down`: `ip link set IF down` on the node's own interface (NIKA v1).
-* `link_flap`: a toggler (`sh` loop: peer end down 1 s, up 1 s) started in the root namespace; it
-  toggles the *peer's* veth end with `ip -n`, so nothing runs inside the faulty node (v2 style). Its PID
-  and a marker are kept in the fault record; recover and `lab down` stop it by PID.
-* `link_detach`: the host's eth0 moved into a parking namespace (v2; v1's `ip link del` cannot be
-  undone), recorded in the lab state so `lab down` deletes it; recover moves it back and restores
-  the address and routes.
+The flap toggles the peer's end from the root namespace and the detach parks the interface in a namespace of its
+own, as NIKA v2 does; recipes: docs/lab.md#link-faults.
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
 """Traffic generators for the web faults, run as helper processes inside a lab host's namespace.
 
-Stdlib only and started as a script (`python -I loadgen.py MODE ...`), never imported by the lab
-code, so a generator costs one small interpreter and no package imports. Each mode stands in for a
-tool NIKA uses and this stack does not have:
-
-* `http`: keep-alive HTTP/1.1 GET flood over `--conns` concurrent connections, one request in flight
-  per connection, the next sent as soon as the previous response is complete (`ab -k -c N`). One
-  thread, a `selectors` loop; its speed is bounded from outside (a cgroup CPU quota) and by
-  `--max-rate` requests/s.
-* `udp`: paced UDP datagrams at `--kbps` towards one address (`iperf3 -u -b`), errors ignored (a
-  receiver without a listener answers with ICMP port unreachable, which a flood does not care about).
-
-`--tag` is not used by the code: it puts the fault's marker in the command line, so the process is
-found and stopped by PID and marker. `--max-seconds` ends a generator whose fault was never
-recovered (a lost lab state), so nothing floods a machine forever.
+Stdlib only, started as a script (`python -I loadgen.py MODE ...`) and never imported: `http` stands in for
+`ab -k -c N`, `udp` for `iperf3 -u -b`. The modes, their bounds and `--tag`: docs/lab.md#traffic-and-load-faults.
 """
 
 from __future__ import annotations

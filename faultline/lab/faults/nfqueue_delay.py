@@ -1,13 +1,7 @@
 """A userspace NFQUEUE delay impairer (the stand-in for `tc netem delay` on a kernel without netem).
 
-Standard library only, so it runs as a script (`python nfqueue_delay.py --queue N --delay-ms D`)
-without importing Faultline. It binds queue N of the network namespace it runs in over a raw
-NETLINK_NETFILTER socket (nfnetlink_queue: config BIND, copy mode META, fail-open when the queue is
-full), and gives every queued packet the verdict ACCEPT `delay_ms` (+- `jitter_ms`) after it
-arrived, so packets leave late but in their original order. On SIGTERM/SIGINT it accepts whatever
-is still waiting at once, unbinds and exits 0. The packets reach it through an iptables rule such as
-`-t mangle -A POSTROUTING -o eth0 -p udp --sport 53 -j NFQUEUE --queue-num N --queue-bypass`
-(with `--queue-bypass`, traffic flows undelayed while no impairer is bound).
+Standard library only, run as a script (`python nfqueue_delay.py --queue N --delay-ms D [--jitter-ms J]`) in the
+namespace whose queue it binds; how it binds, delays and lets go: docs/lab.md#dns-and-dhcp-faults.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """nftables faults: each injection owns one table (`fl_<fault id>`), so recovery deletes exactly it.
 
-* `NftFilter`: NIKA's ACL blocks (`bgp_acl_block`, `icmp_acl_block`): drop rules in input, forward and
-  output chains, as v1 does.
-* `NftRandomLoss`: `link_high_packet_corruption`. NIKA uses `tc netem corrupt 60%`; this kernel has no
-  netem, so a postrouting rule drops 60 % of the interface's egress packets at random
-  (`numgen random mod 100 < 60`). A corrupted frame is discarded by the receiver, so the end-to-end
-  symptom (loss) is the same; receiver checksum-error counters are not reproduced.
+`NftFilter` drops in NIKA's chains (the ACL blocks, `link_fragmentation_disabled`); `NftRandomLoss` drops 60 % of
+an interface's egress for `link_high_packet_corruption` (no netem here). Recipes: docs/lab.md#fault-recipes.
 """
 
 from __future__ import annotations

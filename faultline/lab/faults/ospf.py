@@ -1,11 +1,7 @@
-"""OSPF faults on FRR routers (OSPF scenarios).
+"""OSPF faults on FRR routers: `ospf_acl_block`, `ospf_neighbor_missing`, `ospf_area_misconfiguration`.
 
-* `ospf_acl_block`: nft inet table dropping `ip protocol ospf` (89) in input/forward/output (v1 layout);
-  the router's adjacencies expire after the dead interval (4 s in the lab).
-* `ospf_neighbor_missing`: every `network ... area ...` line removed from `router ospf` through vtysh
-  (v1 comments them out in frr.conf and restarts; the running result is the same). The inverse is recorded.
-* `ospf_area_misconfiguration`: every `network` line of the first line's area moved to area 66 (99 when
-  that area already is 66), live through vtysh; neighbours see an area mismatch and drop the adjacency.
+The ACL is an nft table; the other two are live `vtysh` changes whose inverse is recorded (NIKA edits frr.conf
+and restarts; the running result is the same). Recipes: docs/lab.md#fault-recipes.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""Routing faults on FRR routers: the whole instance stopped, and live BGP misconfigurations.
+"""Routing faults on FRR routers: the whole instance stopped, live BGP misconfigurations, a kernel blackhole.
 
-* `FrrServiceDown` (`frr_service_down`): every daemon of the router's FRR instance is killed by PID
-  (SADE's verified method; v1's `systemctl stop frr` has no systemd here: docs/lab.md#routing-faults).
-  Recovery starts the daemons again with the lab's own command line and records the new PIDs in the state.
-* `BgpConfigChange`: a change through `vtysh conf t` whose inverse is recorded, for
-  `bgp_missing_route_advertisement` (`no network ...` for every announced prefix) and
-  `bgp_asn_misconfig` (the `router bgp` block re-created under AS + 600, since an ASN cannot be
-  changed in place; v1 rewrites frr.conf and restarts, the running result is the same).
-* `HostStaticBlackhole` (`host_static_blackhole`): `ip route replace blackhole <LAN subnet>` in the
-  kernel of a router with a directly attached host LAN (replaces its connected route); recover deletes
-  the blackhole and puts the connected route back.
+`frr_service_down` kills the daemons by PID (there is no systemd); `bgp_missing_route_advertisement` and
+`bgp_asn_misconfig` are live `vtysh` changes whose inverse is recorded; `host_static_blackhole` replaces a LAN's
+connected route. Recipes: docs/lab.md#routing-faults.
 """
 
 from __future__ import annotations

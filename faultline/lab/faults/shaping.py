@@ -1,11 +1,7 @@
-"""Traffic-shaping faults: `link_bandwidth_throttling` (tbf on the host's interface plus load).
+"""Traffic shaping: `link_bandwidth_throttling`, NIKA's tbf on the host's interface, loaded by a ping flood.
 
-NIKA v1 puts `tbf rate 30kbit burst 64kb limit 500kb` on the host's first interface and runs iperf3
-UDP from every other host towards it. iperf3 is not in this stack, so the load is a flood of
-1,200-byte pings from another host to the target: the target's echo replies queue behind its 30 kbit/s
-bucket, its queue fills, and every ping to or from it is lost or takes tens of seconds. The load
-generator runs in the other host's namespace (outside the faulty node, as NIKA's senders do) and is
-killed by PID on recovery; `lab down` kills it with the namespace's other processes.
+iperf3 is not in this stack, so 1,200-byte pings from another host fill the target's bucket; the recipe:
+docs/lab.md#traffic-and-load-faults.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
-"""Web faults: an HTTP ACL on a client, a slow sender, an HTTP flood and incast traffic at a web server.
+"""Web faults: an HTTP ACL on a client, a slow sender, an HTTP flood (incast traffic is in `incast.py`).
 
-They apply where `web` nodes and their clients exist (role `client` in dc_clos_service, `host` in the
-campus scenarios). Probes always use the web server's IP, so a DNS fault elsewhere does not mask them.
-
-* `http_acl_block` (NIKA: on a client host): nft inet `tcp dport 80 drop` in input/forward/output on
-  the client; its HTTP requests time out while ping to the same server still works.
-* `sender_application_delay`: nginx on the web server re-rendered with `limit_rate 10k` and reloaded
-  (SIGHUP). SUBSTITUTE for NIKA's slow-sender script (1 KiB every 0.1 s): the same ~10 KB/s per
-  response. The 256 KiB `/big.bin` then needs ~25 s; the probe sees headers fast and a timed-out body.
-* `web_dos_attack`: a keep-alive HTTP GET flood (`loadgen.py http`, our stand-in for `ab -k`) from the
-  last client against the web server, confined to a cgroup v1 CPU quota (see `cgroups.py`).
-* `incast_traffic_network_limitation`: see `incast.py`.
+They apply where web servers and their clients exist and probe the server by IP; `sender_application_delay` is
+nginx's `limit_rate` (SUBSTITUTE for NIKA's slow sender), `web_dos_attack` our own generator in a CPU-capped
+cgroup. Recipes: docs/lab.md#traffic-and-load-faults.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""dc_clos_service: the dc_clos_bgp fabric serving DNS and web to external clients.
+"""dc_clos_service: the dc_clos_bgp fabric serving DNS and web to external clients (NIKA's counts: s 8, m 28, l 88).
 
-Same eBGP CLOS as dc_clos_bgp (super-spines, spines, leaves; NIKA's AS numbers). Instead of a pc,
-leaf 0 of pod p fronts `dns_pod<p>` (dnsmasq, authoritative for zone `pod<p>` with records
-`ns<p>` and `web<i>`) and every other leaf i fronts a web server `webserver<i>_pod<p>` (nginx).
-Each super-spine p fronts one external client `client_<p>` on its own LAN; clients resolve through
-every pod's DNS server. URLs look like http://web1.pod0. Node counts match NIKA: s 8, m 28, l 88.
+Its shape: docs/lab.md#what-each-scenario-is.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """ospf_enterprise_dhcp: the enterprise campus with DHCP-addressed hosts and a load-balanced web service.
 
-The campus of ospf_enterprise_static (same cores, distribution routers, access switches and user
-hosts), but every user host takes its address, gateway and DNS server by DHCP: the distribution
-routers relay (dnsmasq as relay) to `dhcp_server` on the server farm behind `server_access_router`
-(NIKA's name in this scenario). The DHCP server reserves each host the address the topology gives
-it, so the lab's ground truth and the probe directory stay deterministic. The server farm also holds
-`dns_server` (zone `local`), `web_server_0..3`, and `load_balancer` (nginx, published as
-web99.local) whose second interface fronts `backend_web_1..3` on a private 20.200.0.0/24 that users
-are not meant to reach. Node counts match NIKA: s 20, m 42, l 182.
+NIKA's counts (s 20, m 42, l 182); its shape and where it differs from NIKA: docs/lab.md#scenarios.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """ospf_enterprise_static: NIKA's enterprise campus with statically addressed hosts.
 
-Three core routers in a triangle (OSPF area 0). Cores 1 and 2 each feed `dist` distribution
-routers; core-distribution links and the user LANs are in area 1 (the cores are ABRs). Each
-distribution router is the gateway (a bridge) of one user /24 LAN spread over `access` access
-switches (namespaces holding only a bridge), each carrying `per_access` hosts with static addresses
-("static" in NIKA's name means static host addressing, as opposed to ospf_enterprise_dhcp). A server
-farm LAN (area 0) sits behind `switch_server_access`, an OSPF router attached to core 3: `dns_server`
-(dnsmasq, authoritative for `local`: web0..3.local, dns.local) and `web_server_0..3` (nginx; NIKA runs
-BIND and Apache there). Every host resolves through dns_server. Node counts match NIKA: s 15, m 37, l 177.
+NIKA's counts (s 15, m 37, l 177); its shape and where it differs from NIKA: docs/lab.md#scenarios.
 """
 
 from __future__ import annotations

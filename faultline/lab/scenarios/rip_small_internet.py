@@ -1,12 +1,7 @@
-"""rip_small_internet: NIKA's rip_small_internet_vpn without the VPN.
+"""rip_small_internet: NIKA's rip_small_internet_vpn without the VPN (this kernel has no WireGuard device).
 
-`internal` routers in a full mesh, each fronting one host `host_<i>`; a `gateway_router` attached
-to every internal router; `external` routers attached to the gateway, each fronting a bridged LAN
-of `servers` web servers `web_server_<e>_<i>`. RIPv2 everywhere. NIKA's wiring of the gateway is
-not in NIKA's description (docs/lab.md#scenarios): attaching it to every internal router is our choice.
-
-The web servers run nginx (NIKA: Apache). Not built: the WireGuard VPN (`vpn_server_1`;
-web_server_1_1/1_2 reachable only over it). Node counts: NIKA's minus the VPN server, s 8, m 19, l 53.
+NIKA's counts minus the VPN server (s 8, m 19, l 53); its shape and the gateway's wiring, which is our choice:
+docs/lab.md#scenarios.
 """
 
 from __future__ import annotations
