@@ -1,6 +1,6 @@
 """The log evidence for one incident, scored: taxonomy signals weighted by how rare they are in the history.
 
-`score_incident` fires the taxonomy's regex, volume and flap signals over every line of the incident's scope and
+`label_scores` fires the taxonomy's regex, volume and flap signals over every line of the incident's scope and
 discounts each by its document frequency in the logs of incidents resolved before it; `analysis_scope` picks the
 lines a round reads. The rules: docs/astra.md#log-signals.
 """
