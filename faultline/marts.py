@@ -1,23 +1,8 @@
 """SQL marts: `warehouse/marts/<name>.sql` (one SELECT) + `<name>.yml` (grain, columns, tests).
 
-`refresh_marts` rebuilds every mart as ``CREATE OR REPLACE TABLE <name> AS <select>`` in dependency
-order inside one transaction, after registering what SQL lacks: the fault taxonomy of
-`faultline/truth/rubric.yml` as temp tables (``taxonomy_labels``, ``taxonomy_no_fault``) and scalar
-Python functions (``chi2_sf``, ``t_ppf``, ``rubric_accuracy``, ``stated_label``). Then it runs each
-mart's declarative tests; a failed test is returned in the mart's result, never raised, while a mart
-whose SQL fails raises `FaultlineError` naming the file (and nothing of the refresh is kept).
-
-A mart marked ``incremental: true`` in its yml holds rows of one incident each (an ``incident_id`` column)
-computed from that incident's rows alone, of tables whose stores mark a write in ``marts_stale``
-(`faultline.stale.MARKED_TABLES`) or of incremental marts it depends on. Such a mart is not rebuilt whole:
-the rows of the incidents in ``marts_stale`` are deleted and selected again, so a night's refresh costs
-what the night wrote, not what years of nights stored. It is rebuilt whole when its table is missing or was
-built by other SQL or helpers (the table's comment keeps their fingerprint), when a mart it depends on was,
-or when the caller asks (``full=True``). Its tests then check the refreshed incidents' rows.
-
-Test kinds in the yml (`tests:` list): ``unique: [col, ...]``, ``not_null: [col, ...]``,
-``accepted_range: {column, min, max}``, ``accepted_values: {column, values}``. Every mart is also
-checked against its documentation: the table's columns must be exactly the documented ones.
+`refresh_marts` rebuilds every mart in dependency order in one transaction, with the taxonomy tables and scalar
+functions SQL lacks registered for the while; incremental marts refresh only the incidents in ``marts_stale``.
+Each mart's columns and declarative tests are checked afterwards. The rules: docs/marts.md.
 """
 
 from __future__ import annotations
@@ -235,7 +220,7 @@ def refresh_marts(conn: duckdb.DuckDBPyConnection, settings: Settings | None = N
                   folder: Path | None = None, full: bool = False) -> list[MartResult]:
     """Refresh every mart in one transaction, then run its tests; returns one result per mart.
 
-    Incremental marts rebuild only the incidents in ``marts_stale`` (see the module docstring), unless `full`;
+    Incremental marts rebuild only the incidents in ``marts_stale`` (docs/marts.md#incremental-marts), unless `full`;
     the others are rebuilt whole. `settings` is accepted so callers pass the one settings object down; no
     setting affects marts yet.
     """

@@ -1,31 +1,8 @@
 """Claim extraction: 5-10 self-contained diagnostic claims per agent, from that agent's output only.
 
-A claim states something about the fault: what this incident's logs show (log agent), what the
-documentation says about such a fault, or what similar resolved tickets found (reference, see
-`evidence`). Some sentences of an agent's output are never claims (`not_a_claim`), whatever their
-wording or technical content:
-
-* "nothing found" statements: no log lines in scope, nothing matched, no fault label named, the
-  similar tickets do not agree, no similar ticket or doc section found, no resolution recorded;
-* bookkeeping: summary counts ("583 log lines from 13 source(s) ...; the filter kept 543 lines",
-  "5 similar resolved ticket(s) ..."), "Documentation consulted: ...", and the log agent's scope list
-  (the lines under "Logs read (scope):": which devices and window were read, and why);
-* section headings: a line ending with ':' that introduces a list ("Key log lines (verbatim):",
-  "What the docs say about resolving it:").
-
-Each agent's output is processed on its own, so a claim can only restate what its own agent said
-(no cross-attribution: the same log line seen by two agents is claimed only by the agent whose
-output shows it). Claims get a ``CAUSAL`` tag (root cause or direct trigger) or a ``SYMPTOMATIC``
-tag (observed downstream effect) only when the wording is unambiguous; otherwise none.
-
-Two implementations:
-
-* deterministic (extractive): the agent's findings and the sentences of its text that are claims, ranked by technical
-  content — identifiers count 3, fault/state-change/anomaly terms 2, a statement the agent made as
-  a finding 2, a resolution action 1 — the top ten kept (at least five when the output has five
-  such sentences), in the order the agent wrote them;
-* LLM: prompt ``astra/claims`` through the gateway, JSON validated against `LLMClaims`; what the model
-  returns that is not a claim (by the rules above) is dropped.
+`not_a_claim` says which sentences never are claims ("nothing found", bookkeeping, headings); `tag_for` tags a
+claim CAUSAL or SYMPTOMATIC only when unambiguous; `extract_deterministic` ranks findings and sentences by
+technical content, `extract_llm` asks a model (prompt ``astra/claims``). The rules: docs/astra.md#claims.
 """
 
 from __future__ import annotations
@@ -136,7 +113,7 @@ def claim_id(incident_id: str, round_: int, agent: str, index: int) -> str:
 
 def extract_deterministic(output: AgentOutput, *, incident_id: str, round_: int | None = None,
                           exclude: set[str] | None = None) -> list[Claim]:
-    """Extractive claims from one agent output: its best-ranked findings and sentences (see module docstring).
+    """Extractive claims from one agent output: its best-ranked findings and sentences (docs/astra.md#claims).
 
     `exclude` holds normalised texts already claimed in earlier rounds (so a follow-up adds only new claims).
     """

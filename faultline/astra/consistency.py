@@ -1,27 +1,8 @@
 """Does a report hold together? Its root cause, fix and evidence against each other, the ticket and the agents.
 
-What the judge's consistency rules read (`faultline.astra.judge` documents the rules themselves). Nothing
-here sees ground truth. A *family* is the rubric's (`rubric.yml`: ``bgp_acl_block`` -> ``bgp``); a label of
-the taxonomy outside the rubric (an operator event) has none, and a check that needs one is skipped.
-
-* **named** - the report names a label or a category.
-* **reference root cause** - the root-cause text is reference material, not a diagnosis of this incident:
-  it is the text of a documentation or similar-ticket claim (domain or similarity agent, or evidence
-  status REFERENCE), or is written as one (``NOC runbook > OSPF > ...:``, ``The runbook (...) says``,
-  ``In resolved ticket NET-1 ...``).
-* **ticket families** - families of the labels `taxonomy.classify_text` ranks for the ticket's title and
-  description: the top ``TICKET_TOP`` labels scoring at least ``TICKET_SHARE`` of the best one.
-* **log families** - families the log agent observed in its analysis of the incident's scope: every
-  family whose ``data["label_scores"]`` sum reaches ``taxonomy.MIN_LABEL_SCORE`` (a label that only a
-  follow-up's widened scope turned up is not among them); an agent without label scores (the LLM
-  log agent) observed the family of the label it names.
-* **sources for / against** - agents whose named label (the similarity agent: its ``label_vote``) is in
-  the report's family / in another family.
-* **fix family** - the family of `classify_text`'s best label for the fix text, when it scores at
-  least ``FIX_MIN_SCORE``; **fix devices outside** - lab device names in the fix that are not the
-  report's devices (when the report names none: not in the ticket either).
-* **evidence off target** - of the report's evidence statements that name a device, those naming
-  none of the report's devices (when it names none: none of the ticket's).
+`check` computes the findings the judge's consistency checks read (`Consistency`; its properties are checks R, S,
+A, F and E); nothing here sees ground truth. What each finding means: docs/astra.md#consistency-checks; the caps
+the judge derives from them: docs/astra.md#the-judge.
 """
 
 from __future__ import annotations
@@ -44,7 +25,7 @@ _REFERENCE_TEXT = re.compile(r"(?i)^\W*(?:possibly \(unconfirmed\):\s*)?(?:[^:>\
 
 @dataclass(frozen=True)
 class Consistency:
-    """The consistency findings of one report (see the module docstring)."""
+    """The consistency findings of one report (docs/astra.md#consistency-checks)."""
 
     named: bool
     family: str | None
@@ -165,7 +146,7 @@ def _devices(text: str) -> set[str]:
 
 def check(report: Report, incident: Incident, outputs: dict[str, AgentOutput], claims: list[Claim],
           evidence: list[Evidence]) -> Consistency:
-    """The consistency findings of `report` (see the module docstring)."""
+    """The consistency findings of `report` (docs/astra.md#consistency-checks)."""
     from faultline.astra.labels import classify_text
 
     family = family_of(report.label) or family_of(report.category)

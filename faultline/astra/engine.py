@@ -1,15 +1,8 @@
 """ASTRA end to end for one incident: agents -> claims -> evidence -> report -> judge -> orchestrator, <= 5 rounds.
 
-Round 1 runs the paper's schedule (shared pre-fetch, similarity and log agents concurrently, then the
-domain agent), extracts claims per agent, maps them to verbatim evidence, writes the report and judges
-it. While a criterion scores <= 3 and rounds remain, the orchestrator plans 2-4 new follow-up queries;
-each is answered by its agent, the answer is appended to that agent's output, claims are extracted
-from the answer alone (so nothing is claimed twice) and checked against the appended output, and the
-report is rewritten from all claims. The loop stops when no criterion is <= 3, when no new query is
-possible, or after `max_rounds`.
-
-``analyst`` selects who performs the LLM steps: ``"deterministic"`` (the in-project analyst: extractive
-claims, lexical evidence, template report, rule judge, rule follow-ups) or ``"llm:<litellm model>"``.
+`analyse` runs round 1 on the paper's schedule, then follow-up rounds until no criterion scores <= 3, no new query
+is left or `max_rounds` is reached; ``analyst`` is ``"deterministic"`` (the in-project analyst) or
+``"llm:<litellm model>"``. The rounds in full: docs/astra.md#one-incident-end-to-end.
 """
 
 from __future__ import annotations
@@ -160,7 +153,7 @@ def append_answer(output: AgentOutput, answer: AgentOutput, query: str) -> Agent
 def analyse(incident: Incident, *, settings: Settings, conn: duckdb.DuckDBPyConnection,
             analyst: str = "deterministic", max_rounds: int = MAX_ROUNDS, run_id: str | None = None,
             agents: Agents | None = None, docs: Any = None) -> AstraResult:
-    """Run ASTRA on one incident and return every output, claim, piece of evidence and round (see module docstring).
+    """Run ASTRA on one incident and return every output, claim, piece of evidence and round (docs/astra.md#one-incident-end-to-end).
 
     `agents` defaults to the project's agents and schedule (`default_agents`), which read the documentation
     through `docs` (a `DocsClient`; None: the domain agent opens a session per question); tests pass their own.

@@ -1,23 +1,8 @@
 """Scoring a finished ASTRA analysis against what is known: ground truth and the analysis's own sources.
 
-Per incident (an `AstraScore`, one `RoundScore` per round):
-
-* **accuracy** - the 0-5 rubric of `faultline.truth.rubric` on the final report (and on every round's);
-* **completeness** - share of the four report dimensions present: symptom, root cause, fix,
-  verification (a dimension is missing when blank or a placeholder such as "undetermined");
-* **fabricated identifiers** - identifiers of the report text (`faultline.astra.identifiers`) found
-  in no source the analysis saw: the ticket (title, description, environment, ids) and the agent
-  outputs up to that round (text, findings, quotes, named label/category/devices, structured data);
-* **verified share** - over the claims about this incident (status VERIFIED or UNVERIFIED, see
-  `evidence`), the share with at least one VERIFIED evidence row; **reference share** - share of all
-  claims that are REFERENCE (documentation, similar resolved tickets: never evidence that this fault
-  happened, so they count in neither side of the verified share). A claim's status is its best
-  evidence row's: VERIFIED, else REFERENCE, else UNVERIFIED (also when it has no evidence row);
-* **per-round** accuracy, completeness and judge mean (mean of the five criteria), and the deltas
-  from the first to the last round.
-
-`summarise` aggregates scores into the benchmark's figures; `store_scores` writes them to the
-`evaluations` table (incident x method x metric, method ``astra``).
+`score_result` gives an `AstraScore` per incident (rubric accuracy, completeness, fabricated identifiers, verified
+and reference shares, one `RoundScore` per round); `summarise` aggregates a batch into the benchmark's figures,
+and `faultline.astra.eval_store` writes them to ``evaluations``. The metrics: docs/scoring.md#astras-metrics.
 """
 
 from __future__ import annotations

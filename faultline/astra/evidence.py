@@ -1,30 +1,8 @@
 """Evidence mapping: tie every claim to a verbatim passage of its own agent's output, and check that it is verbatim.
 
-The check (ASTRA §4.2's sourcing-fidelity test, in our own form):
-
-* **Overlap** is the share of the quote's words that occur in the source *contiguously and in
-  order*, in runs of at least three words (a quote shorter than three words must occur whole). A
-  bag-of-words test would pass a sentence stitched from source words or one where a single device
-  name was swapped; runs do not. Words are `lexical.words` tokens, so case, punctuation and line
-  breaks do not matter.
-* A quote is accepted as **verbatim** when its overlap is at least 0.6 *and* every technical
-  identifier it contains (IP, device, interface, label, FRR id) occurs in the source: the check
-  exists to catch fabricated identifiers, which a high overlap alone would let through.
-* Otherwise the quote is treated as possibly hallucinated and replaced by the **keyword window**:
-  the one to three consecutive source sentences holding most of the claim's keywords
-  (identifiers count double), preferring the shortest such window.
-* **Confidence**: support = weighted share of the claim's keywords found in the quote. `high` when
-  verbatim, overlap >= 0.9 and support >= 0.6; `medium` when support >= 0.3 (verbatim) or >= 0.6
-  (window); `low` otherwise. A claim naming an identifier that its source never mentions is at most
-  `low`; one whose identifiers are in the source but not in the quote is at most `medium`.
-* **Status** says what the quote is evidence *of*. Only sources about this incident can verify a
-  claim: the ticket itself and the log agent's lines of the incident's scope. Claims are mapped to
-  their own agent's output only, so of the agents the log agent alone is such a source
-  (`INCIDENT_SOURCES`). A log claim is VERIFIED for high and medium confidence and UNVERIFIED for
-  low (kept, and hedged in the report). The documentation (domain agent) says how such a fault is identified or fixed, and
-  similar resolved tickets (similarity agent) are precedent about *other* incidents: neither is
-  evidence that this fault happened, so their claims are REFERENCE whatever the confidence (which
-  is still computed: it says whether the quote supports the claim).
+`validate` accepts a proposed quote only when it overlaps the source in contiguous runs of words and names no
+identifier the source lacks, else falls back to a keyword window; it sets a confidence and the status VERIFIED,
+UNVERIFIED or REFERENCE (`status_for`). The check and its thresholds: docs/astra.md#evidence.
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
 """The fault area of an incident outside the network taxonomy: which tracker component(s) it belongs to.
 
-ASTRA's headline metric on real tickets is the fault area at component-family level. A report names
-components from two kinds of evidence the analysis gathered, never from the incident's own
-(withheld) components:
-
-* **precedents** - the components of the similar resolved tickets the TicketSimilarityAgent kept,
-  weighted by their rerank score (what plain kNN would answer);
-* **terms** - the words of the ticket and of the agents' findings (log lines, doc passages), read
-  through a term -> component lexicon learned from the history the incident may see (tickets
-  resolved before it was opened): a multinomial naive Bayes over the *set* of content words of
-  each ticket's title, description and environment (dotted/slashed names such as
-  ``ClientCnxn.java`` also contribute their parts), Lidstone smoothing ``LEXICON_ALPHA``.
-
-The two are mixed as ``PRECEDENT_WEIGHT * precedent share + (1 - PRECEDENT_WEIGHT) * lexicon
-posterior``. The lexicon posterior is tempered (log-likelihoods divided by the number of words seen)
-so one long ticket does not make it certain, and precedents can still outvote it.
+`infer_components` mixes the components of the similar tickets the similarity agent kept (by rerank score) with
+a naive-Bayes term -> component lexicon learned from tickets resolved before the incident, never its own
+components; `report_components` names the best. The model and its constants: docs/astra.md#the-fault-area.
 """
 
 from __future__ import annotations
@@ -135,7 +123,7 @@ def _agent_text(incident: Incident, outputs: dict[str, AgentOutput]) -> str:
 
 def infer_components(conn: duckdb.DuckDBPyConnection, incident: Incident, outputs: dict[str, AgentOutput], *,
                      lexicon: ComponentLexicon | None = None) -> list[ComponentVote]:
-    """Candidate components, best first, from the agents' outputs (see the module docstring)."""
+    """Candidate components, best first, from the agents' outputs (docs/astra.md#the-fault-area)."""
     lexicon = lexicon if lexicon is not None else load_lexicon(conn, incident)
     posterior, indicative = lexicon.posterior(set(_terms(_agent_text(incident, outputs))))
     weights: Counter = Counter()

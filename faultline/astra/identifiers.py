@@ -1,12 +1,8 @@
 """Technical identifiers in free text, and whether a text's identifiers are traceable to its sources.
 
-An identifier is something a reader would copy into a terminal or a search box: an IP address or
-prefix, a MAC address, an interface name, a lab device name, a DNS host name, a fault label of the
-taxonomy, an FRR error code or message id (``[HZN6M-XRM1G]``), an AS number or a ticket id. ASTRA's evaluation counts the identifiers
-of a report that appear in none of the texts the analysis saw as fabricated.
-
-Matching is textual and case-insensitive, with boundaries so that ``10.1.1.1`` is not found inside
-``10.1.1.10`` and ``router1`` not inside ``router10``.
+`find_identifiers` finds IP addresses, MACs, interfaces, lab devices, host names, taxonomy labels, FRR codes, AS
+numbers and ticket ids, with their kind; `untraceable` lists those in none of the sources (the judge's grounding,
+the evaluation's fabricated identifiers). Matching rules: docs/astra.md#identifiers.
 """
 
 from __future__ import annotations

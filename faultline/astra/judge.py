@@ -1,48 +1,8 @@
 """The judge: five criteria, 1-5 each; any score <= 3 asks for a revision.
 
-The deterministic judge computes what is computable from the report, the claims, their evidence and
-the agents' outputs (it never sees ground truth). *Reference* material is documentation and similar
-resolved tickets (the domain and similarity agents' claims, evidence status REFERENCE): it says what
-such faults look like elsewhere, never that this incident's fault happened.
-
-* **evidence_grounding** - share of the report's technical identifiers (`identifiers.find_identifiers`)
-  that occur in the agents' outputs or the ticket: >= 0.98 -> 5, >= 0.9 -> 4, >= 0.75 -> 3,
-  >= 0.5 -> 2, else 1; a report with no identifier at all gets 2 (nothing checkable); when fewer
-  than half of its evidence statements are verified facts about this incident (not hedged, not
-  reference) it is capped at 3.
-* **root_cause_identification** - 5: a taxonomy label named, with devices, and supported by a
-  VERIFIED CAUSAL claim of the log agent that mentions one of those devices; 4: label and such a claim
-  mentioning the devices or the label's words (``blocked`` for ``bgp_acl_block``), without the device
-  link; 3: a label/category without verified causal support, or a verified causal claim without a
-  label; 2: only a hedged root cause, or neither a label nor such a claim; 1: none stated.
-* **resolution_specificity** - 2 + 1 if the fix names a device, + 1 if it names a command or a
-  configuration object, + 1 if the verification names a concrete check (an identifier or a command
-  such as ping/curl/dig/show), - 1 if the fix is hedged; 1 when no fix is stated; clamped to 1..5.
-* **coverage** - the four dimensions symptom, evidence, root cause, fix + verification, each counted
-  only when present *and consistent* (below: evidence when check E passes, root cause when checks N,
-  R and S pass, fix when check F passes): all four with an observed symptom -> 5, all four -> 4,
-  three -> 3, two -> 2, else 1.
-* **focus** - share of the report's statements (evidence, root cause, fix) that mention the
-  incident's devices, its label (or the label's words) or an identifier from the ticket:
-  >= 0.8 -> 5, >= 0.6 -> 4, >= 0.4 -> 3, >= 0.2 -> 2, else 1; 2 when nothing anchors the incident.
-
-Consistency checks (`faultline.astra.consistency` defines the findings; a failed check caps scores):
-
-* **N named** - fails when the report names no label and no category: root cause <= 2, resolution,
-  grounding and focus <= 3 (a fix, evidence and focus cannot be checked against a cause that names nothing).
-* **R reference** - fails when the root cause is reference material (a documentation section, a
-  similar ticket's resolution) and no label is named: root cause <= 2 (not a diagnosis of this incident).
-* **S symptom** - fails when the label's family is neither among the ticket's families (what its
-  words describe) nor among the families the log agent's own analysis scored: root cause and focus <= 3.
-* **A sources** - fails when an agent names a label of another family, or the log agent neither names
-  the report's family nor scored it: root cause <= 3.
-* **F fix** - fails when the fix names devices other than the report's (resolution <= 2), or when it
-  classifies to another family than the root cause (resolution <= 3).
-* **E evidence** - fails when more than half of the (at least two) evidence statements that name a
-  device name none of the report's devices: grounding and focus <= 3.
-
-A check that needs the label's family is skipped when there is none (an operator event, a category).
-The LLM judge (prompt ``judge/judge``) scores the same criteria from the same inputs.
+`judge_deterministic` scores by rules over the report, the claims, their evidence and the agents' outputs (never
+the ground truth), then caps scores by the consistency findings of `faultline.astra.consistency`; `judge_llm` has
+a model score the same criteria (prompt ``judge/judge``). The criteria and checks: docs/astra.md#the-judge.
 """
 
 from __future__ import annotations
@@ -94,7 +54,7 @@ def _band(share: float, cuts: tuple[float, float, float, float]) -> int:
 
 def grounding(report: Report, incident: Incident, outputs: dict[str, AgentOutput], claims: list[Claim] | None = None,
               evidence: list[Evidence] | None = None) -> tuple[int, str]:
-    """evidence_grounding: traceable share of the report's identifiers (see module docstring)."""
+    """evidence_grounding: traceable share of the report's identifiers (docs/astra.md#the-judge)."""
     found = find_identifiers(report.text.split("\n", 1)[-1])  # the title line only repeats the incident id
     if not found:
         return 2, "the report names no checkable identifier"
@@ -122,7 +82,7 @@ def _mentions(text: str, stems: set[str]) -> bool:
 
 
 def root_cause(report: Report, claims: list[Claim], evidence: list[Evidence]) -> tuple[int, str]:
-    """root_cause_identification: label named and backed by a verified causal claim (see module docstring)."""
+    """root_cause_identification: label named and backed by a verified causal claim (docs/astra.md#the-judge)."""
     if not report.root_cause.strip() or report.root_cause == NO_ROOT_CAUSE:
         return 1, "no root cause stated"
     ok = {e.claim_id for e in evidence if str(e.status) == "VERIFIED"}
@@ -146,7 +106,7 @@ def root_cause(report: Report, claims: list[Claim], evidence: list[Evidence]) ->
 
 
 def resolution(report: Report) -> tuple[int, str]:
-    """resolution_specificity: device, command/config object, concrete verification (see module docstring)."""
+    """resolution_specificity: device, command/config object, concrete verification (docs/astra.md#the-judge)."""
     if not report.fix.strip() or report.fix == NO_FIX:
         return 1, "no fix stated"
     fix_words = set(lexical.words(report.fix))
@@ -163,7 +123,7 @@ def resolution(report: Report) -> tuple[int, str]:
 
 
 def coverage(report: Report, found: Consistency | None = None) -> tuple[int, str]:
-    """coverage: symptom, evidence, root cause, fix + verification, each present and consistent (module docstring)."""
+    """coverage: symptom, evidence, root cause, fix + verification, each present and consistent (docs/astra.md#the-judge)."""
     present = {
         "symptom": bool(report.symptom.strip()),
         "evidence": any(not s.startswith(HEDGE) for s in report.evidence) and not (found and found.evidence_off),
@@ -181,7 +141,7 @@ def coverage(report: Report, found: Consistency | None = None) -> tuple[int, str
 
 
 def focus(report: Report, incident: Incident) -> tuple[int, str]:
-    """focus: share of statements anchored on the incident (see module docstring)."""
+    """focus: share of statements anchored on the incident (docs/astra.md#the-judge)."""
     anchors = {d.lower() for d in report.devices}
     anchors |= {report.label.lower()} if report.label else set()
     anchors |= lexical.identifiers(f"{incident.title}\n{incident.description}")
@@ -195,7 +155,7 @@ def focus(report: Report, incident: Incident) -> tuple[int, str]:
 
 
 def caps(found: Consistency) -> list[tuple[str, int, str]]:
-    """(criterion, ceiling, why) for every failed consistency check (checks N R S A F E of the module docstring)."""
+    """(criterion, ceiling, why) for every failed consistency check (checks N R S A F E of docs/astra.md#the-judge)."""
     out: list[tuple[str, int, str]] = []
     if not found.named:
         why = "the report names no label or category"

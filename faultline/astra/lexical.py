@@ -1,12 +1,7 @@
 """Words, sentences and technical identifiers of free text: the lexical ground the deterministic analyst stands on.
 
-Claims, evidence, the report writer and the judge all tokenise the same way, so a word the evidence check
-finds in a source is the same word the judge looks for in a report.
-
-A *technical identifier* is a token a reader could check against a device or a log: an IPv4
-address or prefix, a MAC address, a token mixing letters and digits (``router1``, ``eth0``,
-``super_spine_0``, ``NET-3718566``), a snake_case name (``bgp_acl_block``), or an FRR message id
-(``[HZN6M-XRM1G]``, ``EC 100663304``). Protocol names such as ``ipv4`` are not identifiers.
+Claims, evidence, the report writer and the judge all tokenise here, so a word the evidence check finds in a
+source is the same word the judge looks for in a report. What a technical identifier is: docs/astra.md#identifiers.
 """
 
 from __future__ import annotations
@@ -103,7 +98,7 @@ def sentences(text: str) -> list[str]:
 
 
 def is_identifier(token: str) -> bool:
-    """True for a technical identifier token (see the module docstring); `token` is one `words()` token."""
+    """True for a technical identifier token (docs/astra.md#identifiers); `token` is one `words()` token."""
     t = token.lower()
     if t in _NOT_IDENTIFIERS or _TIME.match(t):
         return False

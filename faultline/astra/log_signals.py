@@ -1,21 +1,8 @@
 """The log evidence for one incident, scored: taxonomy signals weighted by how rare they are in the history.
 
-A signal of the taxonomy (`faultline/truth/taxonomy.yml`) is a regex over raw lines, a volume rule
-(one device's file of a kind holds far more lines than the same file on its peers: a flood) or a flap
-rule (one interface of one device changes state again and again within a short time). A
-signal's weight there says how specific it is in principle; what it is worth for a given incident
-also depends on how ordinary its lines are in *this* network's logs. So every signal is discounted
-by its document frequency over the history: the share of incidents resolved before this one whose
-logs fire it, not counting the first ``RECURRENT`` of them (a fault seen before fires its own signal
-again; that is evidence for the signal, not against it): ``weight x (1 - df)^2``. A keep-alive line
-that every web server writes counts for almost nothing; a "Bad Peer AS" seen in one past incident
-keeps its weight. With fewer than ``MIN_HISTORY`` history incidents with logs the weights are used
-as written.
-
-Firing is computed over every line of the incident's scope (`faultline.scope`: its own corpus
-lines, or the archive's lines of the devices and window its ticket points at), not only the capped
-excerpt: the filter keeps what reads like an error, and some fault signatures (a daemon starting, a
-flood of ordinary requests) do not. A history incident's logs are its own scope, computed the same way.
+`label_scores` fires the taxonomy's regex, volume and flap signals over every line of the incident's scope and
+discounts each by its document frequency in the logs of incidents resolved before it; `analysis_scope` picks the
+lines a round reads. The rules: docs/astra.md#log-signals.
 """
 
 from __future__ import annotations

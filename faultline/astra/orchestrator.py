@@ -1,21 +1,8 @@
-"""The orchestrator: turn low judge scores into 2-4 targeted follow-up queries for the agents that can fill the gap.
+"""The orchestrator: turn low judge scores into targeted follow-up queries for the agents that can fill the gap.
 
-Routing (which agent a low criterion points at):
-
-* root_cause_identification -> log (per device: what triggered it), domain (the mechanism), similarity
-  (historical confirmation);
-* resolution_specificity -> domain (exact command/configuration and its check), similarity (proven fix steps);
-* evidence_grounding -> the agent whose claim is unverified (quote the lines behind it), log (identifiers
-  the report names that no output mentions);
-* coverage -> the agent for the missing dimension (symptom/evidence -> log, root cause -> log + domain,
-  fix/verification -> domain + similarity);
-* focus -> log and domain, restricted to the incident's devices.
-
-Low criteria are served round-robin (each gets its first query before any gets a second), at most
-four queries a round. A query is never asked twice for the same agent across rounds: queries are
-compared after `lexical.normalise` (case, punctuation and spacing ignored). When no new query is
-possible the loop stops. The LLM variant (prompt ``orchestrator/followups``) plans the queries itself;
-the same dedup and cap apply to what it returns.
+`plan_deterministic` routes each criterion scored <= 3 to the agents that can answer it, round-robin, at most
+four queries a round and never one already asked of the same agent; `plan_llm` lets a model plan them (prompt
+``orchestrator/followups``) under the same cap and deduplication. The routing: docs/astra.md#the-orchestrator.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """ASTRA's shared pre-fetch: resolved tickets similar to an incident, reranked, with resolution trails.
 
-Hybrid LanceDB search takes up to ``astra_prefetch_candidates`` (80) tickets **resolved before the
-incident was opened** (never the incident's own ticket; ``astra_history_cutoff="created"`` relaxes
-this to tickets filed before it, the main job's rule); a reranker scores them in batches of
-``astra_rerank_batch`` (20), keeping ``astra_rerank_keep`` (5) per batch; the survivors are sorted
-and the best ``astra_similar_k`` (5) at or above ``astra_similar_min_score`` are kept. The top two
-get their resolution trail (resolution note + last comments) for the TicketSimilarityAgent.
-
-Rerankers (`faultline.astra.rerank`): the deterministic default mixes a reciprocal-rank prior on the
-candidate's hybrid-search place, title-to-title embedding similarity, cross-field lexical overlap
-and identifier matches; the LLM reranker asks a model through the gateway.
+A hybrid search takes ``astra_prefetch_candidates`` tickets resolved (per ``astra_history_cutoff``: or filed)
+before the incident was opened, never its own; a reranker (`faultline.astra.rerank`) keeps the best of each batch,
+then the best ``astra_similar_k`` scoring ``astra_similar_min_score``: docs/astra.md#pre-fetch-and-rerank.
 """
 
 from __future__ import annotations

@@ -1,21 +1,8 @@
 """The fault-analysis report: identification (symptom -> evidence -> root cause) and resolution (fix + verification).
 
-How a claim is written depends on its evidence status (`evidence`): a VERIFIED claim (this incident's
-logs) is written as a fact; a REFERENCE claim as what its source says — "The runbook (<section>) says:
-..." for documentation, "In resolved ticket NET-x ..." for a similar resolved ticket — never as a fact
-about this incident nor hedged as an unconfirmed one; an UNVERIFIED claim is kept but hedged
-("Possibly (unconfirmed): ..."). Only claims about this incident may fill the "Observed:" symptom.
-Label, category and devices come from the agents' outputs: the log agent's word first, then the
-domain agent's; the similarity agent's weighted vote over its tickets' resolutions is used only when
-neither names one (it never overrides the incident's own log evidence). Devices named only by similar tickets
-belong to other incidents and are left out unless the ticket itself names them. When the report names a label, its fix comes only from
-statements about a fault of the same family (`fits_label`); otherwise it says no fix is supported yet.
-
-A source an agent had to do without (no docs index, no ticket history, no log lines in scope) is listed
-under "Sources missing" (`Report.missing`): the analysis goes on without it and says so.
-
-Two writers produce the same `Report`: `write_deterministic` (templates over the claims) and
-`write_llm` (prompt ``astra/report``); both render their Markdown with `render_markdown`.
+A claim is written by its evidence status (a fact, what a reference says, or hedged); label, category and
+devices come from the agents, the log agent first. `write_deterministic` (templates) and `write_llm` (prompt
+``astra/report``) produce the same `Report`, rendered by `render_markdown`. The rules: docs/astra.md#the-report.
 """
 
 from __future__ import annotations

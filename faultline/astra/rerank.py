@@ -1,22 +1,8 @@
 """Rerankers for the ASTRA pre-fetch: score a batch of candidate tickets against an incident (0-1).
 
-`LexicalReranker` (deterministic, the default) combines four signals, each in [0, 1]:
-
-* the candidate's place in the hybrid search, as a reciprocal-rank prior ``61 / (60 + rank)`` over the
-  whole candidate list (rank 1 scores 1.0): retrieval's order stays a strong, query-independent prior
-  and a batch of later candidates cannot outscore earlier ones on retrieval alone,
-* embedding similarity between the incident's *title* and the candidate's *title*: the same field on
-  both sides (the hybrid search already compares the full texts; a long incident text against a short
-  title or a resolution note the incident cannot have measured length, not likeness),
-* cross-field lexical coverage: the share of the incident's content words, weighted by how rare
-  they are in the batch, found in the candidate's title, description and resolution,
-* identifier matches: the share of the incident's technical identifiers (IPs, interfaces, device
-  names, FRR codes, labels) that the candidate mentions anywhere.
-
-Candidate title vectors are cached per process by (model, ticket id, content hash), so a history
-ticket met by many incidents is embedded once and an edited ticket is embedded again.
-
-`LLMReranker` asks a model through the gateway with the prompt file ``astra/rerank``.
+`LexicalReranker` (deterministic, the default) mixes a reciprocal-rank prior, title-to-title embedding
+similarity, cross-field lexical coverage and identifier matches, caching candidate vectors per process;
+`LLMReranker` asks a model (prompt ``astra/rerank``). The signals and weights: docs/astra.md#pre-fetch-and-rerank.
 """
 
 from __future__ import annotations
@@ -128,7 +114,7 @@ def _coverage(query: Counter[str], idf: dict[str, float], text: str) -> float:
 
 
 class LexicalReranker:
-    """The deterministic reranker (see the module docstring); embeds with the shared MiniLM model."""
+    """The deterministic reranker (docs/astra.md#pre-fetch-and-rerank); embeds with the shared MiniLM model."""
 
     name = "lexical-embedding"
 

@@ -1,30 +1,8 @@
 """The LLM gateway used by ASTRA and SADE: litellm, prompt files by name + hash, validated JSON, logged calls.
 
-Example (a prompt file ``prompts/astra/claims.md`` with ``{{ agent_output }}`` in it)::
-
-    from pydantic import BaseModel, ConfigDict
-    from faultline.llm import complete_json, LLMError
-
-    class Claims(BaseModel):
-        model_config = ConfigDict(extra="forbid")
-        claims: list[str]
-
-    try:
-        answer = complete_json(settings, conn, model="openai/gpt-4o-mini", prompt="astra/claims",
-                               variables={"agent_output": text}, schema=Claims,
-                               stage="astra.claims", incident_id=incident.incident_id, run_id=run_id)
-    except LLMError as exc:          # attempts exhausted: every attempt is already in llm_calls
-        ...                          # -> a failure row for this incident; the batch goes on
-    answer["claims"]                 # validated: a dict shaped like Claims
-
-In tests, never a real model: a scripted fake runs through the real litellm path::
-
-    from faultline.llm.fake import scripted_model, TRANSPORT_ERROR
-    with scripted_model("claims", ["not json", '{"claims": ["a"]}']) as fake:
-        complete_json(..., model=fake.model, ...)   # retried once with the JSON error, then valid
-        fake.requests                               # the messages the model saw, per attempt
-
-Retries, backoff, timeout and temperature come from ``settings.llm_*``.
+`complete_json` and `complete_text` ask a model with a prompt file and raise `LLMError` when the attempts run
+out (every attempt is a row in ``llm_calls``); retries, backoff, timeout and temperature come from
+``settings.llm_*``. Tests use the scripted fake (`faultline.llm.fake`), never a real model. Usage: docs/llm.md.
 """
 
 from faultline.llm.gateway import (

@@ -1,13 +1,8 @@
 """A scripted fake model that runs through litellm's real code path, for tests and dry runs.
 
-It registers a litellm custom provider named ``faultline-fake``; a model string
-``faultline-fake/<script>`` answers from the script installed under that name. Each script step
-is a reply string, a callable ``(messages) -> str`` (to answer from what was asked), or
-``TRANSPORT_ERROR`` (the provider fails as a flaky network would). Every request is kept in
-``ScriptedModel.requests`` so a test can check what the model was really asked. No network.
-
-    with scripted_model("judge", ['{"score": 4}']) as fake:
-        complete_json(settings, conn, model=fake.model, ...)
+``faultline-fake/<script>`` (a litellm custom provider) answers from the script installed under that name:
+reply strings, callables of the messages, or ``TRANSPORT_ERROR``; every request is kept in
+``ScriptedModel.requests``. No network. An example: docs/llm.md#models-for-tests.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The one way Faultline talks to a language model: litellm, prompt files, validated JSON, logged calls.
 
-Every attempt (success, transport failure, invalid output) is a row in `llm_calls`. Transport
-errors (connection, timeout, rate limit, 5xx) are retried with exponential backoff; an answer that
-is not valid JSON for the schema is re-asked with the validation error appended, so the model can
-correct itself. When the attempts run out, `LLMError` is raised (a `FaultlineError`: the caller
-turns it into a failure row for that incident and the batch goes on).
+Every attempt is a row in `llm_calls`; transport errors are retried with exponential backoff, and an invalid
+answer is re-asked with the validation error appended. When the attempts run out, `LLMError` (a
+`FaultlineError`) is raised and the caller records a failure row for that incident. docs/llm.md#calling-a-model.
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
 """Prompt files: loaded by name from `prompts/`, identified by a content hash, filled by variables.
 
-A prompt file is UTF-8 text with an optional system part and a user part::
-
-    === system ===
-    You are ...
-    === user ===
-    Ticket: {{ title }}
-
-Without the markers the whole file is the user message. ``{{ name }}`` placeholders are replaced
-by the variables passed in; a placeholder without a value is an error (a silent empty string
-would change what the model sees without anyone noticing).
-
-Text from tickets, logs, documents and earlier model output is put between ``<data name="...">`` and
-``</data>`` in the prompt files, whose system part says such text is never an instruction. A value that
-itself contains ``</data>`` has it written ``<\\/data>``, so a ticket cannot close its block and speak as
-the prompt.
+A file has an optional ``=== system ===`` part and a ``=== user ===`` part; a ``{{ name }}`` placeholder without
+a value is an error, and a value's own closing ``</data>`` tag is escaped so ticket text cannot leave its data
+block. The format and why: docs/llm.md#prompt-files.
 """
 
 from __future__ import annotations

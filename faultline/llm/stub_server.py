@@ -1,15 +1,8 @@
 """A model endpoint that misbehaves on purpose: an OpenAI-style chat server on 127.0.0.1, for tests and benchmarks.
 
-litellm reaches it as any OpenAI-compatible provider (model ``openai/<behaviour>``, base URL `StubServer.base_url`),
-so every byte goes through litellm's real client, HTTP and error mapping. The model name picks the behaviour:
-
-- ``ok`` answers `StubServer.answer` (a fixed reply, or a function of the request's messages);
-- ``slow`` waits `StubServer.delay_s` before answering (longer than the caller's timeout);
-- ``status-<code>`` answers that HTTP status with an OpenAI error body (429, 500, 503, ...);
-- ``nonjson`` answers prose, ``badschema`` a JSON object of the wrong shape, ``huge`` 1 MB of JSON;
-- ``flaky-<n>`` answers 429 to the first n requests, then as ``ok``.
-
-Every request is kept (model, messages, arrival time) so a test sees the attempts and the waits between them.
+litellm reaches it as any OpenAI-compatible provider (model ``openai/<behaviour>``, base URL
+`StubServer.base_url`); the model name picks the behaviour (``ok``, ``slow``, ``status-<code>``, ``nonjson``,
+``badschema``, ``huge``, ``flaky-<n>``) and every request is kept. The behaviours: docs/llm.md#models-for-tests.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """Context expansion (ASTRA §4.1): ±N lines around every diagnostic line, from its own stream.
 
-A stream is one log file, split by host when the file interleaves several hosts (a syslog
-collector writing web01 and web02 into one file holds two narratives). Lines without a host
-(continuation lines, stack-trace frames) belong to the host of the line before them. Formats
-whose host field names a card of one device rather than a machine (IOS-XR writes
-`RP/0/RP0/CPU0` and `LC/0/0/CPU0` into one device's buffer) are never split.
-
-Windows are counted over the stream's remaining lines: lines of suppressed (noise) components
-are taken out first, so they neither come back as context nor use up a window. Overlapping and
-adjacent windows merge into one segment; context lines fire no level.
+A stream is one log file, split by host when it interleaves several machines (never for formats whose host names
+a card of one device); suppressed lines are taken out before windows are counted, and overlapping windows merge.
+Details: docs/logs.md#context.
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
 """The log excerpt as typed records, and the collapse/cap step that keeps it under the line cap.
 
-Collapse and cap (only when the excerpt is over `max_lines`; annotations count as lines):
-
-1. Lower-severity lines that share a template are folded into their first line with a count.
-   "Lower severity" means tier < 3 (below): not error, warning or worse, and no L1, L2 or L4
-   level. Groups are (stream, template, tier, ticket hits); the least important groups fold
-   first, largest first within a tier, and folding stops as soon as the excerpt fits.
-2. Still over: exact repeats of one error/warning message in one stream fold the same way, so
-   every distinct error and warning message is still shown.
-3. Still over: the lowest-priority lines are cut - context first, then L5-only, then L3, then
-   the rest - latest first within a tier; `truncated` is set and one annotation says so.
-
-Tiers: 3 = severe (L1, L2, L4, or severity warning or worse); 2 = L3 state transition;
-1 = L5 ticket keyword only; 0 = context. Within a tier, lines matching more ticket terms rank
-higher (`ticket_hits`).
+`collapse_and_cap` folds same-template lower-severity lines, then repeats of one severe message, then cuts the
+lowest-priority lines (by `tier_expr`: severe, state transition, ticket keyword, context) and sets `truncated`.
+The steps and tiers: docs/logs.md#collapse-and-cap.
 """
 
 from __future__ import annotations
@@ -151,7 +140,7 @@ def _display_names(files: set[str]) -> dict[str, str]:
 
 
 def tier_expr(vocab: Vocab) -> pl.Expr:
-    """The collapse/cut tier of each line (see the module docstring)."""
+    """The collapse/cut tier of each line (docs/logs.md#collapse-and-cap)."""
     severe = (pl.col("l1") | pl.col("l2") | pl.col("l4")
               | pl.col("severity").is_in(list(vocab.levels["L1"].severities)).fill_null(False))
     return (pl.when(severe).then(3).when(pl.col("l3")).then(2).when(pl.col("l5")).then(1)
@@ -191,7 +180,7 @@ def _fold(rows: pl.DataFrame, eligible: pl.Expr, keys: list[str], excess: int) -
 
 
 def collapse_and_cap(rows: pl.DataFrame, *, max_lines: int, annotations: int, vocab: Vocab) -> Capped:
-    """Apply the three steps of the module docstring to the excerpt rows.
+    """Apply the three steps of docs/logs.md#collapse-and-cap to the excerpt rows.
 
     `rows` holds the kept and context lines in excerpt order with columns source_file,
     stream_host, line_no, ts, severity, message, l1..l5, template_id and ticket_hits;

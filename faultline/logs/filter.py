@@ -1,14 +1,8 @@
 """The five-level filter (ASTRA §4.1): which log lines are diagnostic, and why.
 
-Every level is one regex run by Polars over a whole column, never a Python loop over lines:
-L1 severity (normalised severity, unnormalised severity words, raw-line markers), L2 error and
-fault keywords, L3 state transitions, L4 component anomalies (all on the message), and L5 the
-ticket's own keywords in the message or the component name.
-
-A ticket term naming a host or a log file (per-device logs often name the device, ``leaf1.log``,
-only in the file name) does not fire L5: that would make every line of the device diagnostic.
-It marks the device the ticket is about instead (`named_stream_expr`), whose lines rank higher
-when the excerpt is cut (`ticket_hit_counts`) and are never suppressed as noise.
+`apply_levels` adds l1..l5 (severity, fault keywords, state transitions, component anomalies, the ticket's own
+keywords), each one Polars regex over a whole column. A ticket term naming a host or a log file marks that device
+(`named_stream_expr`) instead of firing L5. The levels: docs/logs.md#the-five-level-filter.
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
 """The LogAgent's deterministic part: log lines in, one capped `LogExcerpt` out.
 
-Stages, each timed into `LogExcerpt.timings`: filter (five levels) -> suppression (noise
-components) -> context (±N lines per stream) -> templates (DRAIN3 ids) -> collapse/cap.
-
-Templates are mined over ALL of the incident's lines, not only the kept ones: a template id
-then means the same thing in every ASTRA round (rounds change the ticket terms, hence the kept
-lines, not the incident's logs), `log_lines.template_id` can be filled for every line, line
-counts in `log_templates` are true frequencies, and a suppressed component's annotation can
-name its top template although none of its lines is kept. Repeated masked lines are mined once,
-so mining all lines costs little more than mining the kept ones.
-
-Mining needs nothing from the filter, so when the caller passes no templates it runs in a worker
-thread while the filter, suppression and context stages run (Polars releases the GIL). Then
-`timings["templates"]` is the time the pipeline still waited for it, and
-`timings["templates_mining"]` the mining's own wall time, which overlaps the earlier stages.
+`build_excerpt` runs filter (five levels) -> suppression -> context -> templates (DRAIN3 ids, mined over all the
+incident's lines in a worker thread) -> collapse/cap, each stage timed into `LogExcerpt.timings`. Why templates
+are mined over every line, and what the timings mean: docs/logs.md#stages.
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
 """The noise suppressor (ASTRA §4.1): background components give way to one annotation line.
 
-A component is suppressed when its lines are MORE than `noise_share` of the diagnostic lines
-(lines that fired any level) and it has no fault-severity line among them. The paper speaks of
-"high-volume" components; a share alone is no volume (in a log with four diagnostic lines every
-component is over 25%), so the pipeline also asks for more than `min_lines` lines, by default
-`noise_share × excerpt_max_lines`: a component that would fill that share of the excerpt. Fault severity is
-defined in `filter.fault_expr`: severity error or worse, or an L2 fault keyword, or an L4 anomaly
-indicator. Warnings and state transitions alone do not protect a component; that is what makes
-transport chatter ("neighbor up", "keepalive") suppressible.
-
-Three further rules, for the same reason (what the ticket is about is not background): a
-component whose name is one of the ticket's L5 terms is never suppressed; on the device the
-ticket names (a term matching a line's host or log file name) a suppressed component's lines
-stay - chatter elsewhere is background, on the reported device it may be the symptom; and lines
-without a component are never suppressed (there is nothing to name in the annotation).
-
-Suppression removes every line of the component from the excerpt - also as context of other
-lines - and the pipeline adds one annotation line per component (see `SuppressedComponent`).
+`suppress_noise` marks a component whose lines are more than `noise_share` of the diagnostic lines, and more
+than `min_lines`, with no fault-severity line among them, except what the ticket is about; the pipeline adds one
+`SuppressedComponent` annotation per component. The rules and why: docs/logs.md#noise-suppression.
 """
 
 from __future__ import annotations

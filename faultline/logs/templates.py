@@ -1,15 +1,8 @@
 """DRAIN3 templates: mask in Polars, mine each distinct masked message once, map lines back.
 
-One `MinerConfig` serves every log source; it is passed in, never read from the working
-directory (drain3's own config object is built in code). `mine_templates`:
-
-1. masks the messages with `faultline/logs/vocab/masks.yml` (vectorised, each distinct raw
-   message once);
-2. feeds DRAIN3 each distinct masked message once, in first-occurrence order. Repeating a
-   masked line cannot change its cluster, so mining repeats would only cost time;
-3. reads every cluster's FINAL template once all messages are in (templates generalise as lines
-   arrive; drain3 never merges clusters, so a line's add-time cluster is its final one) and joins
-   each input line to it. Clusters that end with the same text are one template.
+`mine_templates` masks with `vocab/masks.yml`, feeds DRAIN3 every distinct masked message once in
+first-occurrence order and joins each line to its cluster's final template; one `MinerConfig`, passed in, serves
+every log source. Why this is exact: docs/logs.md#drain3-templates.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
-"""The docs MCP server: search and fetch over Faultline's doc-chunk index (`faultline mcp docs`).
+"""The docs MCP server (`faultline mcp docs`): ``search_docs`` and ``fetch_doc`` over the doc-chunk index.
 
-Two tools, both read-only and backed by the LanceDB ``doc_chunks`` index (no warehouse access, so
-the server runs beside a process that holds the DuckDB file open for writing):
-
-* ``search_docs(query, k)``: hybrid (vector + full-text) search, best first, with snippets;
-* ``fetch_doc(chunk_id)``: one chunk's full text and section title.
-
-Neither tool opens a file: both read rows of the index. A chunk id is the 32 hexadecimal characters
-`search_docs` returns (a digest of the section, see `faultline.ingest.doc_ingest`); anything else (a path,
-``../``, a filter expression) is refused before the index is asked, so a caller cannot name what it reads.
-
-ASTRA's DomainKnowledgeAgent spawns it over stdio; ``--http PORT`` serves streamable HTTP.
+Both read rows of the LanceDB ``doc_chunks`` index, never a file or the warehouse (so the server runs beside the
+DuckDB file's writer); a chunk id other than the 32 hex characters `search_docs` returns is refused before the
+index is asked. Stdio by default, ``--http PORT`` for HTTP; docs/astra.md#the-domain-knowledge-agent.
 """
 
 from __future__ import annotations

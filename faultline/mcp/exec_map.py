@@ -1,12 +1,8 @@
 """`exec_shell` for MCP agents: a shell command line mapped onto one read-only probe, or refused.
 
-The command is split with `shlex` (never run by a shell) and recognised by its program: ip
-addr/route/link/neigh, ifconfig, nft list ruleset, tc qdisc show, ss/netstat, ps, nstat, bridge
-fdb, iptables -S/-L, cat and tail of readable files, vtysh -c 'show ...', ping, traceroute, dig,
-curl and udhcpc. It is answered with the output of the matching probe, whose exact command (for
-example `ip -j addr show` for `ip addr`) is the probe's, so the answer is the same on the live lab and
-on a recorded snapshot. Anything else - pipes, redirections, any verb that changes state, unknown
-programs - raises `ProbeError`, which the server returns as NIKA's validation error.
+The line is split with `shlex` (never run by a shell) and answered with the output of the probe its program maps
+to (`ip addr` is the probe's `ip -j addr show`), the same on the live lab and on a snapshot; anything else raises
+`ProbeError`, which the server returns as NIKA's validation error. The programs: docs/nika.md#nika-v1-mcp-servers.
 """
 
 from __future__ import annotations

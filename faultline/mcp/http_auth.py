@@ -1,16 +1,8 @@
 """Who may talk to Faultline's MCP servers over streamable HTTP: a bearer token, checked before the MCP app.
 
-The rule (the `mcp_token` setting, environment FAULTLINE_MCP_TOKEN):
-
-* a token is set: every HTTP request must carry ``Authorization: Bearer <token>``; any other request is
-  answered 401 before it reaches the MCP app, so no tool, session or index is touched;
-* no token: a server on a loopback address (127.0.0.1, ::1, localhost) serves without one, and a server
-  asked to listen on any other address refuses to start, naming the setting;
-* the nightly's own docs server always has one: the setting's, or a random token made for the run.
-
-The check is a plain ASGI wrapper rather than the SDK's OAuth resource-server support (`TokenVerifier` with
-`AuthSettings`), which needs an issuer URL and advertises OAuth metadata for a shared secret that has neither.
-Clients send the token with `faultline.mcp_client.client_target`.
+With `mcp_token` set, a request without ``Authorization: Bearer <token>`` gets 401 before any tool, session or
+index is touched; without one, only a loopback address may serve (another refuses to start, naming the setting).
+The nightly's docs server always has one. Why not the SDK's OAuth: docs/dependencies.md#mcp-sdk-and-the-rest.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """`faultline mcp lab`: NIKA's v1 agent tool surface as an MCP server over the lab or a recorded snapshot.
 
-Third-party agents (anything that speaks MCP) diagnose a live Faultline lab (root) or, offline, a
-recorded incident snapshot, and submit a NIKA v1 answer that lands in `submissions` (method
-`mcp`) or in a JSON file. Tool names and arguments are NIKA's (`host_name` for device tools,
-`router_name` for FRR tools); `list_devices` is our extension. Every tool runs through the probe
-API of `faultline.mcp.lab_tools.LabSession`; see there for the error shapes. (Imports the MCP SDK at
-module level: import this module lazily from CLI code.)
+Third-party agents diagnose a live lab (root) or a snapshot with NIKA's tools (plus our `list_devices`) through
+`faultline.mcp.lab_tools.LabSession` (its error shapes) and submit a v1 answer to ``submissions`` (method ``mcp``)
+or a JSON file (docs/nika.md#agent-tools). Imports the MCP SDK at module level: import it lazily from the CLI.
 """
 
 from __future__ import annotations

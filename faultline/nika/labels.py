@@ -1,10 +1,8 @@
 """NIKA's fault-label catalogue, read from `labels.yml` (see that file's header for every field).
 
-    info = label_info("bgp_acl_block")      # category, v2 id, owning SADE skill, the lab's verdict
-    v2_fault_type("link_high_packet_corruption")   # -> "link_packet_corruption"
-
-A small reader over data: it imports nothing of the lab, so ASTRA, SADE and the marts can name and
-classify faults without loading a single injector.
+``label_info("bgp_acl_block")`` gives a label's category, v2 id, owning SADE skill and the lab's verdict;
+``v2_fault_type("link_high_packet_corruption")`` is ``"link_packet_corruption"``. A small reader over data: it
+imports nothing of the lab, so ASTRA, SADE and the marts can name and classify faults without loading an injector.
 """
 
 from __future__ import annotations

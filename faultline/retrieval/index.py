@@ -1,14 +1,8 @@
-"""Keeping the LanceDB search indexes in step with the DuckDB warehouse.
+"""Keeping the LanceDB search indexes (``tickets``, ``doc_chunks``) in step with the DuckDB warehouse, incrementally.
 
-One Lance table per kind: ``tickets`` (from the ``tickets`` table) and ``doc_chunks`` (from
-``doc_chunks``), each with an ``id`` column, the searchable ``text`` (native FTS index), a
-short ``snippet``, the scalar columns used in filters and a ``vector`` column.
-
-A sync is incremental. Every row carries two hashes: ``source_hash`` (the warehouse row as
-indexed) and ``embed_hash`` (model name + the exact text embedded). Only rows whose
-``embed_hash`` is new are embedded; rows whose other columns changed are rewritten with their
-stored vector; rows gone from the warehouse are deleted. Nothing changed means nothing written.
-From ``index_ann_min_rows`` rows on, the table also gets an ANN vector index (``faultline.retrieval.ann``).
+Each table has ``id``, ``text`` (native FTS), ``snippet``, the filter columns and ``vector`` (and at scale an ANN
+index, `faultline.retrieval.ann`). Only rows whose ``embed_hash`` (model + text embedded) is new are embedded, rows
+whose ``source_hash`` (the warehouse row) alone changed keep their vector, rows gone are deleted; no change, no write.
 """
 
 from __future__ import annotations

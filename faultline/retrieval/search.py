@@ -1,11 +1,8 @@
 """Searching the ticket and doc-chunk indexes: vector, full-text, or both fused.
 
-Filters (``where``) are SQL predicates evaluated by Lance (DataFusion dialect) *before* the
-search picks its candidates, so ``k`` hits come back whenever ``k`` rows pass the filter.
-
-Query text is data, never query syntax: the full-text side hands it to Lance as a ``MatchQuery``
-(terms run through the index's tokenizer, ORed), so quotes, ``field:`` prefixes, AND/OR/NOT and
-operator characters in a ticket are searched as the words they contain.
+Filters (``where``) are Lance SQL predicates (DataFusion dialect) applied *before* the search picks candidates,
+so ``k`` hits come back whenever ``k`` rows pass. Query text is data, never syntax: the full-text side gets a
+``MatchQuery`` (terms through the index's tokenizer, ORed), so quotes, ``field:`` or AND/OR/NOT are just words.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """A targeted second look: does the network show the fault another source names, on the devices it names?
 
-The verdict (`faultline.verdict.refine`) asks this when the device logs point at a fault the network
-diagnosis did not name — typically a second fault the first one hid, or a log reading the network will
-refute. The check runs every probe of the skills that can name the label (their `probes` in
-`prompts/skills/*/fingerprints.yml`), but only on the named devices that exist in the network, then runs the
-ordinary matcher over what it saw. The label counts as *confirmed* only when a fingerprint of exactly that
-label matches (residual fallback fingerprints never confirm: they need a device examined in every phase);
-otherwise it is *refuted*, with the probes that were asked. Nothing here knows how a fault was caused.
+`cross_check` runs the label's skills' probes on the named devices present in the network, then the ordinary
+matcher: *confirmed* only when a fingerprint of exactly that label matches, else *refuted*. Nothing here knows
+how a fault was caused. The verdict's use: docs/verdict.md#refinement-the-network-is-asked-about-what-the-logs-point-at.
 """
 
 from __future__ import annotations

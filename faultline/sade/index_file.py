@@ -1,10 +1,8 @@
 """The fault index file, `prompts/skills/index.yml`, as one typed and validated record.
 
-SADE's domain rules are data there: the skill families per lead-symptom kind, the disambiguation rules, the
-triage looks, the ticket rules, which device roles are infrastructure or services, which lead kinds are service
-symptoms, when a routing protocol's skill applies, and which checks the pressure sweep and the second look run.
-`load_index` refuses a file whose parts do not fit together (a look for a symptom kind the index does not
-know, a check no scan implements, a ticket pattern that does not compile), naming the file and the fix.
+SADE's domain rules are data there (families per lead-symptom kind, redirections, triage looks, ticket rules,
+roles, service symptoms, protocol skills, the pressure sweep's and second look's checks); `load_index` refuses a
+file whose parts do not fit together, naming the file and the fix. The keys: docs/sade.md#step-3-fault-index.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Step 1 — the initial scan: reachability matrix and a service canary, classified into symptoms and leads.
 
-Symptoms follow SADE's rules: loss, timeout, unreachable, refused, DNS failure or wrong answer and
-HTTP errors count; latency alone does not unless a baseline shows it is new. Rows without any result
-(`error`, nothing received) are not symptoms: the matrix could not test the pair, which says nothing
-about the network (SADE's `unknown` rule). Leads are the devices the symptom
-pattern points at, most likely owner first: a device isolated from everyone, the shared gateway of a
-group of isolated devices, a device with partial loss, a web server whose URL fails.
+Failing pairs and failing or newly slow canary URLs are symptoms (a row with no result is not, nor is latency
+without a baseline); leads are the devices the pattern points at, most likely owner first. The rules:
+docs/sade.md#step-1-initial-scan, docs/sade.md#lead-symptoms.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """SADE's `llm` policy: the deterministic policy's twin, with a language model choosing every next action.
 
-The initial reachability scan always runs first (it is not a choice). Then, each turn, the model is
-shown the phase, the symptoms and leads, the flags so far, the fingerprints that match now and the
-actions the phase gates allow (`faultline.sade.llm_actions`), and answers one JSON action through the
-LLM gateway (stage ``sade.policy``; every call is a row in ``llm_calls``). Turns are budgeted
-(``settings.sade_max_turns``, SADE's 20); a single reminder is given at half the budget. Out of turns
-without a submit, the matcher's current matches are the answer when there are any; otherwise the
-policy raises `NoSubmission` and the engine records the incident as ``no_submission``.
-
-Prompts: ``prompts/sade/system.md`` (the rules), ``prompts/sade/turn.md`` (each turn),
-``prompts/sade/reminder.md`` (the half-budget reminder).
+After the initial scan the model answers one JSON action a turn among those the phase gates allow (`llm_actions`,
+stage ``sade.policy``, ``prompts/sade/``), within ``settings.sade_max_turns`` and one reminder at half of them;
+out of turns the current matches are the answer, else `NoSubmission`. In full: docs/sade.md#the-llm-policy.
 """
 
 from __future__ import annotations

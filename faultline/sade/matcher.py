@@ -1,10 +1,8 @@
 """The one matcher: every skill's fingerprints evaluated over a diagnosis's flags.
 
-A fingerprint matches a device when all of its `all` kinds (and one of its `any` kinds, when given)
-are flagged on that device, none of its `none` kinds is, and the device's role is allowed. The
-answer's devices come from the fingerprint (`self`, a flag attribute such as the other holder of a
-duplicated address, or every device flagged with some kind). Per device the highest priority wins;
-an answer whose devices are already named by a stronger answer is dropped.
+A fingerprint matches a device when its `all` kinds (and one of its `any`, when given) are flagged there, none of
+its `none` kinds is and its role is allowed; per device the highest priority wins, and an answer whose devices a
+stronger one names is dropped. Fields and residual matches: docs/sade.md#fingerprints-and-the-matcher.
 """
 
 from __future__ import annotations

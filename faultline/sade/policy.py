@@ -1,14 +1,8 @@
 """SADE's deterministic policy (the paper's Algorithm 1) and the flat baseline it is measured against.
 
-Deterministic: Step 1 initial scan → lead symptoms (`index.classify`; when the network shows nothing, the
-ticket's words, `ticket.ticket_leads`) → triage → each lead's skill search (Steps 3 and 4,
-`faultline.sade.skill_search`), stopping as soon as the matches explain every lead (stop-and-submit) → the
-answer settled by its fingerprints' own checks → the second look for a fault the first one hides
-(`faultline.sade.second_look`). With no lead, or leads that match nothing but residual answers: the pressure
-sweep over the servers when no symptom showed at all, then Step 2, the deep scan, bottom-up — phase A on every
-device, then B, C, D — matching after each phase; nothing matched after D = healthy. The search state the
-steps share is one `Search` (`faultline.sade.search`).
-Flat: the initial scan, every check on every device, one match at the end.
+`deterministic`: initial scan, lead symptoms, triage, each lead's skill search until the matches explain every
+lead, the pressure sweep and the bottom-up deep scan when needed, then the second look; `flat`: every check on
+every device, one match at the end. docs/sade.md#the-deterministic-policy, docs/sade.md#the-flat-baseline.
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
 """NIKA scoring of network diagnoses: detection, localization and RCA (v1), joint root causes (v2).
 
-v1 (docs/nika.md#scoring-v1): detection is 1 when the submitted `is_anomaly` equals the truth; localization and
-RCA compare the submitted device and label sets with the truth's by exact string match:
-tp = |S ∩ G|, precision = tp/|S|, recall = tp/|G|, F1 their harmonic mean, accuracy = recall.
-v2 (docs/nika.md#scoring-v2): the same formulas over (resource_id, fault_type) pairs (joint), over resource ids
-(localization) and over fault types. Duplicates are ignored (sets); values are rounded to 4 decimals.
-A missing submission scores -1 on every metric; means count -1 as 0 (SADE's reporting convention).
-
-Healthy controls (truth `is_anomaly` false, empty sets), following NIKA v2's healthy rows: a
-submission that says `is_anomaly=false` and names nothing scores 1 on every set metric (nothing to
-find, nothing wrongly named); a false alarm (`is_anomaly=true`, or any device/label named) scores 0.
-An empty side against a non-empty side scores 0 (no division by zero is ever reported as 1).
-
-Multi-fault incidents are scored over the union of their labels (`root_cause_names`), never
-over NIKA's session label `multiple_faults`.
+Exact set matching as NIKA scores it (docs/nika.md#scoring-v1, #scoring-v2), rounded to 4 decimals: a missing
+submission scores -1 (0 in means), a healthy control answered healthy scores 1, and a multi-fault incident is
+scored over the union of its labels. Edge cases: docs/nika.md#edge-cases; the scales: docs/scoring.md#nikas-metrics.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Ticket-guided triage: the ticket's words as a lead symptom when the initial scan shows nothing.
 
-A user's ticket often says what they saw ("can't resolve", "no IP address", "web3.local is sluggish")
-where the network itself looks fine from the probes' positions. The index's `ticket:` rules
-(`prompts/skills/index.yml`, data) turn the first matching words into a lead symptom kind; the lead device
-is one the ticket names (a device name, an address of this network, a web name the canary reached), else
-the role the rule names. Only what the user reported is read (the title and description): never its
-resolution. Without a ticket nothing changes.
+The index's ``ticket:`` rules (`prompts/skills/index.yml`) turn the first matching words of the ticket's title and
+description (never its resolution) into a lead kind, on a device the ticket names or the rule's role. Without a
+ticket nothing changes. In full: docs/sade.md#ticket-guided-triage.
 """
 
 from __future__ import annotations

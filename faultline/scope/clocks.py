@@ -1,11 +1,8 @@
 """Per-device clock offsets, detected from the logs themselves.
 
-A device that logs in another zone (one IOS-XR router of the shared data logs UTC while its peers
-log local time) puts its lines hours away from the events its peers log. State changes happen
-together across a network — a session that drops is logged by both ends within a second or two — so
-the offset that lines a device's state-change lines up with its peers' is its clock offset. Offsets
-tried are whole quarter-hours within ±14 h; one is taken only when it lines up clearly more lines
-than no offset does.
+A state change is logged by both ends within seconds, so the whole quarter-hour within ±14 h that lines a
+device's state-change lines up with its peers' is its clock offset (a device logging in another zone), taken only
+when it lines up clearly more lines than no offset does. How clearly: docs/scope.md.
 """
 
 from __future__ import annotations

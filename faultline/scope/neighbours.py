@@ -1,10 +1,8 @@
 """Links between devices: from the inventory, and learned from the routing protocols' own log lines.
 
-Without an inventory the logs still tell who talks to whom. A BGP or OSPF neighbour line names the
-peer's address (`neighbor 172.31.11.0 Down`); on a point-to-point link the two ends' addresses share
-a /31 (or are the two hosts of a /30), so when device A names neighbour x and device B names
-neighbour y in the same /31, A and B are linked, A owns y and B owns x. FRR also names the peer's
-hostname (`neighbor 10.0.0.2(router2)`), which links the two directly.
+Without an inventory the logs still tell who talks to whom: a BGP or OSPF neighbour line names the peer's address,
+and two devices naming neighbours x and y of one point-to-point /31 (or /30) are linked, each owning the address
+the other names; FRR also names the peer's hostname. The rule, with examples: docs/scope.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """A ticket's log scope: the devices it points at and their neighbours, over the window its words give.
 
-Steps, each leaving its reason on the scope's rows:
-
-1. lines ingested for this very incident (a lab corpus folder) are its scope, whole;
-2. otherwise the window comes from the ticket's words, else its opening time (`timewords`); a
-   follow-up round may widen it (`widen` levels of `scope_widen_minutes` on each side);
-3. the devices: named, addressed, interface, role/site words (`devices`), against the inventory and
-   every device that logged around the window; then their neighbours over the inventory's links and
-   the links the routing protocols' logs reveal (`neighbours`) — past devices that log nothing (a switch),
-   and two hops from the first widening on;
-4. no device matched: a note row with the ticket's device-like words, and every device that logged
-   in the window (the whole fleet, as an engineer would start); the same when asked (`fleet`) because the
-   devices the ticket points at showed nothing the taxonomy names;
-5. each device's clock offset (`clocks`) moves its own window.
+`build_scope` takes an incident's own lines whole when it has them; else the window of the ticket's words
+(`timewords`), the devices it names (`devices`), their neighbours (`neighbours`), the fleet when nothing matched
+or when asked, and each device's clock offset (`clocks`), every row with its reason. The steps: docs/scope.md.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The time window a ticket points at, from its own words, else from when it was opened.
 
-Operators write times loosely: "since 01:20", "around 10:28", "~10:34", "between 10:20 and 10:25",
-"this morning", "last night", "yesterday", "2017-08-04", "20 minutes ago". A clock time is read in
-the ticket's time zone on the day the ticket was opened — or the day before, when that time is
-more than an hour ahead of the ticket's opening (a ticket opened at 00:10 that says "since 23:50"). A time
-may carry its own zone ("10:20 UTC", "10:20 PDT"). Every time found widens the window; without any,
-the window runs from `lookback` before the ticket was opened to `after` past it.
+Loose times ("since 01:20", "~10:34", "between 10:20 and 10:25", "this morning", "20 minutes ago", a date, a zone
+after a time) are read in the ticket's zone on its opening day (the day before when more than an hour ahead of
+the opening); every time found widens the window. The forms and defaults: docs/scope.md.
 """
 
 from __future__ import annotations

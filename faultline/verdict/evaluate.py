@@ -1,12 +1,8 @@
 """Scoring a verdict the ways ASTRA and SADE are scored, and summarising a batch beside both.
 
-* **ASTRA's rubric** (`faultline.truth.rubric.score_accuracy`, 0-5) on the verdict's label, devices and root
-  cause; with several labels the best label's score counts (as the rubric does for several true labels).
-* **NIKA's metrics** (`faultline.sade.scoring.score_incident`): the verdict as a v1 submission (anomaly,
-  devices, labels) and a v2 one (the network's pairs when the network decided, else node/<device> x label); an
-  undetermined verdict is no submission.
-* **Fabricated identifiers**: identifiers of the report found in none of the verdict's sources (the ticket, the
-  agents' outputs, the network's flags, steps and summary, the quotes it cites, the taxonomy's wording).
+`score_verdict`: ASTRA's rubric on the verdict's best label, NIKA's metrics on it read as a v1 and a v2
+submission, and fabricated identifiers against all its sources; `summarise` sets a batch beside ASTRA alone and
+SADE alone. Details: docs/scoring.md#the-verdict-scored-both-ways.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """The verdict's citations: statements about this incident, each with the verbatim quote it rests on.
 
-* **Ticket** — the title as reported (VERIFIED: it is this incident's own ticket).
-* **Network** — the flags behind the verdict, each with the probe output it quotes and the step that read it
-  (probe name, device, the digest of the recorded output), strong flags first (VERIFIED: this incident's network).
-* **Logs** — lines in the scope ASTRA's last round read (the lines tagged with the incident id when no scope was
-  stored) that match the taxonomy's signals for the verdict's labels, the verdict's devices first (VERIFIED:
-  this incident's logs, in its scope). File and line number are the citation.
-* **History and documentation** — precedents and sections about the verdict's label (`fixes`): REFERENCE,
-  never evidence that this fault happened.
+The ticket, the network's flags (with the probe step that read them) and log lines in scope are VERIFIED;
+precedents and documentation sections are REFERENCE, never evidence that this fault happened. Which statements,
+in what order: docs/verdict.md#honest-evidence.
 """
 
 from __future__ import annotations

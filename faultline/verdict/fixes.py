@@ -1,13 +1,8 @@
 """Fixes that fit the cause: precedents from resolved tickets and documentation sections about the verdict's label.
 
-A resolved ticket is a precedent for a label when its resolution's cause sentences read as that label
-(`faultline.astra.labels.classify_text`, the same reading the similarity agent votes with) — an exact label
-first, then a label of the same family. Tickets the similarity agent retrieved for this incident come first (by
-their score), then the most recently resolved; only tickets resolved before the incident was opened count. A
-documentation section is about a label when its text reads as that label. When neither exists the verdict says
-that no fix is known yet instead of borrowing one from another fault.
-
-Readings are cached per ticket and content hash (per chunk for documentation), so a night reads each note once.
+A ticket is a precedent when its resolution's cause sentences read as the label (`labels.classify_text`; exact
+label before family, retrieved before recent, resolved before the incident was opened); without one the verdict
+says no fix is known yet. Readings are cached per content hash. docs/verdict.md#fixes-that-fit-the-cause.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """Refinement that can change the verdict: ask the network about what the logs point at, then fuse again.
 
-Round 1 is `engine.build` over the stored analyses. Its follow-ups: when the device logs name a fault the
-network diagnosis did not (a second fault the first one hid, or a reading of the logs the network will refute),
-and the verdict's devices for it are known, the network is asked again — the label's skill checks on the
-devices the logs name (`faultline.sade.crosscheck`). A *confirmed* label joins the network's answer with the
-probe output that shows it (new steps and flags, cited like any other probe); a *refuted* one is reported
-with the probes that found nothing. Round 2 is the same rule table over the updated network answer, so the
-verdict changes only when the network itself now shows the fault.
-
-A lead is skipped when the taxonomy says the verdict's fault explains it (its lines echo that fault
-elsewhere: a crashed host's port going down on its router is not a second fault), and at most `MAX_CHECKS`
-leads are checked. Without a network (an imported ticket) or a way to reach it, round 1 is the verdict.
+Round 1 is `engine.build` over the stored analyses; for at most `MAX_CHECKS` faults the logs name on devices and
+the network did not, the label's skills check those devices (`faultline.sade.crosscheck`); round 2 is the same
+rule table over the new network answer: docs/verdict.md#refinement-the-network-is-asked-about-what-the-logs-point-at.
 """
 
 from __future__ import annotations

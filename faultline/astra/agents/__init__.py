@@ -1,12 +1,8 @@
 """ASTRA's agents behind one `run(task) -> AgentOutput` interface, and the registry that builds them.
 
-    deps = AgentDeps(settings, conn)                 # model=None: the deterministic analyst
-    output = make_agent("log", deps).run(task)
-
-Built-ins: ``similarity`` (TicketSimilarityAgent), ``log`` (LogAgent), ``domain``
-(DomainKnowledgeAgent, an MCP client of ``faultline mcp docs``). Each has a deterministic
-implementation and an LLM one (``deps.model`` = a litellm model string; prompts under
-``prompts/astra/``).
+Built-ins ``similarity``, ``log`` and ``domain``, each deterministic (``deps.model`` None) or through a litellm
+model (prompts under ``prompts/astra/``): ``make_agent("log", AgentDeps(settings, conn)).run(task)``.
+The agents: docs/astra.md#the-agents.
 """
 
 from faultline.astra.agents.base import Agent, AgentDeps

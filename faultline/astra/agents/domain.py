@@ -1,15 +1,8 @@
 """DomainKnowledgeAgent: documentation on the fault, fetched through Faultline's docs MCP server.
 
-The query is the incident title, the fault identifiers found by pattern in the ticket and the
-other agents' outputs (FRR error codes, interfaces, devices, IPs, labels), at most 1,500
-characters of the similarity output and 2,000 of the log output. The agent searches the docs
-server, fetches the best sections and splits what they say into identification (what the fault
-looks like, why it happens) and resolution (what to check or change) statements, quoted verbatim.
-LLM variant: the sections go to the model (prompt ``astra/domain_agent``); quotes not in them are dropped.
-
-Documentation is an optional source: when the docs server cannot be reached or reports an expected failure
-(no docs index, an empty one), the agent says it consulted nothing and why (``AgentOutput.missing``), and the
-analysis goes on. Unexpected failures (a timeout, a crashed server) still fail the analysis.
+It builds a query from the ticket and the other agents' outputs, fetches the best sections and quotes what they
+say about identifying and resolving the fault (deterministic), or asks a model (prompt ``astra/domain_agent``).
+An unreachable or empty docs index is a missing source, not a failure. docs/astra.md#the-domain-knowledge-agent.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """LogAgent: the device-log evidence for an incident, as findings that quote log lines verbatim.
 
-It reads the lines of the incident's scope (`faultline.scope`: the devices its ticket points at and
-their neighbours over the window its words give, from every ingested log; stored in `log_scopes`), runs
-the log pipeline (five-level filter with Level-5 keywords from the ticket and the
-pre-fetched tickets, noise suppression, DRAIN3 templates, capped excerpt; stored in
-`log_excerpts` for the task's round), then analyses the excerpt:
-
-* deterministic (default): the taxonomy's signals, fired over every line of the scope and discounted
-  by how often they fire in the history's logs (`faultline.astra.log_signals`), score labels; the key
-  lines are the lines behind the strongest signals, then the excerpt's fault lines sharing the most
-  ticket words; the causal chain is the strongest signals, then those lines in time order;
-* LLM: the excerpt and the taxonomy go to the model (prompt ``astra/log_agent``); quotes that are
-  not lines of the excerpt, and labels outside the taxonomy, are dropped.
+It reads the lines of the incident's scope (stored in ``log_scopes``), runs the log pipeline (``log_excerpts``),
+then scores labels by the taxonomy's signals over the whole scope (deterministic) or asks a model (prompt
+``astra/log_agent``), keeping only quotes that are lines of the excerpt. How: docs/astra.md#the-log-agent.
 """
 
 from __future__ import annotations

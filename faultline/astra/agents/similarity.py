@@ -1,15 +1,8 @@
 """TicketSimilarityAgent: what the pre-fetched similar tickets say caused and fixed their faults.
 
-Deterministic (default): for each similar ticket, the sentences of its resolution note (and, for
-the top two, its resolution trail) are split into cause and fix statements — ``Found:`` /
-``Fix:`` prefixes when the note has them, fix verbs otherwise — and quoted verbatim. LLM: the
-tickets go to the model (prompt ``astra/similarity_agent``); quotes not found in the tickets are dropped.
-
-Both analysts then let the tickets vote on a taxonomy label (`vote_label`): each ticket's cause
-sentences are classified against the label descriptions (`taxonomy.classify_text`), a note saying
-"no fault" votes for no fault, and every vote weighs the ticket's rerank score. The agent names a
-label only when one gets at least ``CLEAR_SHARE`` of the voting weight (else a category alone, when
-one category does), and quotes the sentence that supports it.
+It quotes each ticket's cause and fix sentences (deterministic) or asks a model (prompt
+``astra/similarity_agent``), then lets the tickets vote on a taxonomy label weighted by rerank score
+(`vote_label`), naming one only on a clear majority. The split and the vote: docs/astra.md#the-similarity-agent.
 """
 
 from __future__ import annotations
@@ -56,7 +49,7 @@ class LabelVote(BaseModel):
 
 
 def vote_label(tickets: list[SimilarTicket], notes: dict[str, str]) -> LabelVote:
-    """Classify each ticket's cause sentences and weigh the votes by rerank score (see the module docstring)."""
+    """Classify each ticket's cause sentences and weigh the votes by rerank score (docs/astra.md#the-similarity-agent)."""
     weights: Counter[str] = Counter()
     support: dict[str, tuple[float, str, str]] = {}
     for t in tickets:

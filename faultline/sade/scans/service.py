@@ -1,11 +1,8 @@
 """Phase D — services and resources: daemons, CPU use and throttling, request load, service configuration.
 
-The equivalents of SADE's pressure_sweep and service_snapshot for one device. Every resource finding
-rests on what the device shows, never on which program runs: processes using a large share of a CPU
-(`ps`), CPU groups throttled in most of their periods (`cpu.stat`), a request rate in the web server's
-access log far above what a user's traffic makes, a service daemon that should run and does not. The
-configuration of the device's own service is read too (DNS records pointing at the wrong kind of
-device, DHCP ranges/options, web server rate limits).
+SADE's pressure_sweep and service_snapshot for one device. Every finding rests on what the device shows (CPU
+shares, throttled periods, access-log request rates, configuration files), never on which program runs.
+The checks and their flags: docs/sade.md#step-2-deep-scan.
 """
 
 from __future__ import annotations
