@@ -7,7 +7,6 @@ a model score the same criteria (prompt ``judge/judge``). The criteria and check
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import TYPE_CHECKING
 
@@ -35,7 +34,10 @@ if TYPE_CHECKING:
 JUDGE_PROMPT = "judge/judge"
 REVISE_AT = 3  # a score at or below this on any criterion asks for another round
 DETERMINISTIC_JUDGE = "deterministic-judge"
-RULES_VERSION = "rules-" + hashlib.sha256((__doc__ or "").encode()).hexdigest()[:12]
+# the deterministic judge's rules (docs/astra.md#the-judge) as stored in judge_scores.version: give it a new value
+# whenever a rule changes (it was a hash of the module's old docstring, which held the rules; kept so stored
+# scores still name the rules they were given by)
+RULES_VERSION = "rules-1b885b84ebf4"
 _COMMAND = re.compile(r"(?i)\b(vtysh|nft|iptables|ip (?:route|addr|address|link|neigh)|systemctl|dnsmasq|nginx|"
                       r"frr|bgpd|ospfd|zebra|tc qdisc|firewall table|table|rule|route|neighbor|network \S+|"
                       r"remote-as|area \d+|config\w*|dhcp-range|dhcp-option|resolv\.conf|mtu|acl|filter|"
