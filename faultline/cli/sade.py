@@ -101,6 +101,7 @@ def _print_diagnosis(diag, incident_id: str, as_json: bool) -> None:
 
 
 def eval_sade_command(
+    ctx: typer.Context,
     corpus: Path = typer.Option(..., "--corpus", help="Corpus folder of recorded incidents."),
     method: list[str] = typer.Option(["sade"], "--method", help="sade and/or flat (repeatable)."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N incidents."),
@@ -112,7 +113,7 @@ def eval_sade_command(
     from faultline.sade.evaluate import evaluate_each
     from faultline.sade.scoring import summarise
 
-    done, failed = evaluate_each(corpus, methods=list(method), limit=limit)
+    done, failed = evaluate_each(corpus, methods=list(method), limit=limit, settings=ctx.obj)
     scores, diags = [ev.score for ev in done], [ev.diagnosis for ev in done]
     tables = {g or "overall": summarise(scores, group_by=g) for g in (None, "label", "size")}
     if as_json:

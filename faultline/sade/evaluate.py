@@ -68,11 +68,11 @@ def evaluate_folder(folder: Path, *, method: str = "sade", baseline: bool = True
     return Evaluated(diagnosis=done.diagnosis, score=done.score)
 
 
-def evaluate_corpus(corpus: Path, *, method: str = "sade", limit: int | None = None,
-                    baseline: bool = True, ticket: bool = True) -> Iterator[Evaluated]:
+def evaluate_corpus(corpus: Path, *, method: str = "sade", limit: int | None = None, baseline: bool = True,
+                    ticket: bool = True, settings: Settings | None = None) -> Iterator[Evaluated]:
     """Every valid incident of the corpus, one at a time (a broken incident yields an error diagnosis)."""
     for folder in incident_dirs(corpus)[:limit]:
-        yield evaluate_folder(folder, method=method, baseline=baseline, ticket=ticket)
+        yield evaluate_folder(folder, method=method, baseline=baseline, ticket=ticket, settings=settings)
 
 
 @dataclass(frozen=True)
@@ -84,8 +84,8 @@ class FailedIncident:
     error: str
 
 
-def evaluate_each(corpus: Path, *, methods: list[str], limit: int | None = None) -> tuple[list[Evaluated],
-                                                                                       list[FailedIncident]]:
+def evaluate_each(corpus: Path, *, methods: list[str], limit: int | None = None,
+                  settings: Settings | None = None) -> tuple[list[Evaluated], list[FailedIncident]]:
     """Evaluate every valid incident of the corpus with each method; an incident that fails is a
     `FailedIncident` and the others go on."""
     done: list[Evaluated] = []
@@ -94,7 +94,7 @@ def evaluate_each(corpus: Path, *, methods: list[str], limit: int | None = None)
     for method in methods:
         for folder in folders:
             try:
-                done.append(evaluate_folder(folder, method=method))
+                done.append(evaluate_folder(folder, method=method, settings=settings))
             except Exception as exc:  # noqa: BLE001 - one damaged incident is a failure, the batch goes on
                 why = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
                 failed.append(FailedIncident(folder.name, method, why))
