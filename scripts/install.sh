@@ -21,22 +21,46 @@ retry() {
 
 # System packages: python3 with venv; with --dev as root, also the network lab's daemons and tools
 # (the lab and its tests need root; the product's embedded default does not).
-apt_packages=()
-python3 -c "import venv, ensurepip" 2>/dev/null || apt_packages+=(python3-venv)
+apt_install() {  # the packages of "$@" not installed yet, with apt (retried); nothing to do without apt
+  local missing=() pkg
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if [ "${#missing[@]}" -gt 0 ] && command -v apt-get >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    retry apt-get update -q
+    retry apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+}
+lab_packages=()
 if [ "${1:-}" = "--dev" ] && [ "$(id -u)" = 0 ]; then
-  apt_packages+=(frr nftables dnsmasq nginx-light iproute2 iputils-ping traceroute dnsutils curl procps openssh-server
+  lab_packages+=(frr nftables dnsmasq nginx-light iproute2 iputils-ping traceroute dnsutils curl procps openssh-server
                  psmisc bridge-utils iptables busybox stress-ng ethtool rsyslog
                  chromium fonts-dejavu-core)  # headless Chromium: the dashboard tests load every page
 fi
-missing=()
-for pkg in "${apt_packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if [ "${#missing[@]}" -gt 0 ] && command -v apt-get >/dev/null; then
-  export DEBIAN_FRONTEND=noninteractive
-  retry apt-get update -q
-  retry apt-get install -y -q --no-install-recommends "${missing[@]}"
+if ! python3 -c "import venv, ensurepip" 2>/dev/null; then
+  apt_install python3-venv "${lab_packages[@]}"  # the venv needs it first: all in one go
+  lab_packages=()
 fi
+# The lab's packages download and unpack while pip installs (pip needs none of them): two waits for
+# registries at once instead of one after the other. Their output goes to a log, shown when they are done.
+apt_pid="" apt_log=""
+if [ "${#lab_packages[@]}" -gt 0 ]; then
+  apt_log=$(mktemp)
+  apt_install "${lab_packages[@]}" >"$apt_log" 2>&1 &
+  apt_pid=$!
+fi
+apt_done() {  # wait for the lab's packages (if they are on their way); fail as they failed
+  [ -n "$apt_pid" ] || return 0
+  local status=0
+  wait "$apt_pid" || status=$?
+  cat "$apt_log" >&2
+  rm -f "$apt_log"
+  apt_pid=""
+  [ "$status" = 0 ] || echo "install: the lab's system packages failed to install (exit $status)" >&2
+  return "$status"
+}
+trap 'apt_done || true' EXIT  # pip failed: still wait for apt (it holds the dpkg lock) and show its log
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 pip_quiet() {
@@ -48,4 +72,6 @@ retry pip_quiet -U pip
 # torch-2.13.0+cpu; without this pin a dependency pulls a multi-GB CUDA build.
 retry pip_quiet "torch==2.13.0"
 retry pip_quiet -e ".${extras}"
+trap - EXIT
+apt_done
 echo "install: Faultline is in .venv (CLI: .venv/bin/faultline)"

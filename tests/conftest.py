@@ -3,6 +3,12 @@
 A fresh warehouse per test; the public data sets through the `data_dir` setting. Tests marked
 `data` need those data sets and tests marked `lab` need root; without them they are skipped with
 one line saying what to do, and `--require-all` makes those skips failures (CI runs with it).
+
+The suite runs on two pytest-xdist worker processes (`-n 2 --dist loadgroup`, pyproject's addopts): every
+`lab` test is in one group, handed out first and run in file order on one worker (one lab fits on a machine),
+while the other worker takes the rest module by module (a module's tests stay together, in order, so its
+module fixtures are built once). Each worker has a Prefect home of its own. `-n 0` runs everything in one
+process, as before.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -24,7 +31,6 @@ logging.raiseExceptions = False
 REPO = Path(__file__).resolve().parents[1]
 LAB_NEEDS_ROOT = "needs root: the lab builds Linux network namespaces; run pytest as root"
 _DATA_DIR = pytest.StashKey[Path | None]()
-_RUNS_LABS = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -65,8 +71,42 @@ def _missing_requirement(item: pytest.Item) -> str | None:
     return None
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Give each xdist worker a Prefect home of its own, before anything imports Prefect.
+
+    Without an API URL every process that runs a flow starts Prefect's ephemeral API on the SQLite database
+    in its home: two workers sharing ~/.prefect would migrate a fresh database at the same time and then
+    contend for its write lock, and share each other's result storage. Under pytest's temporary folder
+    for this run, so pytest prunes it with the rest. (trylast: after pytest's own tmp_path set-up.)
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("PREFECT_API_URL"):
+        home = config._tmp_path_factory.getbasetemp() / "prefect-home"  # popen-gwN/, this worker's own
+        home.mkdir(exist_ok=True)
+        os.environ["PREFECT_HOME"] = str(home)  # read when Prefect is imported; its subprocesses inherit it
+
+
+LAB_GROUP = "lab"
+
+
+def _xdist_group(item: pytest.Item) -> str:
+    """The pytest-xdist group of a test: `lab` for every lab test, else its module's name (`test_marts`).
+
+    The lab tests share the machine's one `fl-` lab and its lock, and some rely on the order of their
+    module: one group runs them one after another on one worker. Any other test goes with its module.
+    """
+    if item.get_closest_marker("lab") is not None:
+        return LAB_GROUP
+    return item.path.stem
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Refuse a run in which a test uses the data or the lab without the marker that says so."""
+    """Refuse a run in which a test uses the data or the lab without the marker that says so; group for xdist.
+
+    On an xdist worker the lab tests also move to the front (in their own order): with
+    `--no-loadscope-reorder` their group is then the first unit handed out, as it is the longest.
+    """
     problems = []
     for item in items:
         uses = getattr(item, "fixturenames", ())
@@ -75,10 +115,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         lab_fixtures = sorted(name for name in uses if _is_lab_fixture(item, name))
         if lab_fixtures and item.get_closest_marker("lab") is None:
             problems.append(f"{item.nodeid} uses the lab fixture {', '.join(lab_fixtures)}: mark it @pytest.mark.lab")
-    config.stash[_RUNS_LABS] = any(item.get_closest_marker("lab") is not None for item in items)
     if problems:
         raise pytest.UsageError("tests use the data sets or the lab without the marker that says so (the "
                                 "skip, or the --require-all failure, goes by marker):\n  " + "\n  ".join(problems))
+    if config.pluginmanager.hasplugin("xdist"):
+        for item in items:
+            item.add_marker(pytest.mark.xdist_group(_xdist_group(item)))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: _xdist_group(item) != LAB_GROUP)  # stable: each group keeps its order
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: on the controller, as each worker reports its collection
+def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
+    """Stop an xdist run whose groups did not take (every lab test would wait for the lab lock on its worker).
+
+    pytest-xdist's loadgroup marks a test's group by a suffix on its node id, `...::test@lab`; with pytest 9.2's
+    structured node ids that write is lost without a word (pytest-dev/pytest-xdist#1386).
+    """
+    if node.config.getoption("dist") == "loadgroup" and ids and not any("@" in nodeid for nodeid in ids):
+        pytest.exit("pytest-xdist did not group the tests (--dist loadgroup under this pytest: "
+                    "pytest-dev/pytest-xdist#1386); install the dev extra's pytest (pip install -e '.[dev]'), "
+                    "or run in one process with -n 0", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def _is_lab_fixture(item: pytest.Item, name: str) -> bool:
@@ -92,9 +149,12 @@ def _is_lab_fixture(item: pytest.Item, name: str) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Skip (or, with --require-all, fail) a test whose data sets or root are missing, before its fixtures run."""
+    """Skip (or, with --require-all, fail) a test whose data sets or root are missing, before its fixtures run;
+    before a lab test's fixtures build a lab, hold the machine's lab lock."""
     reason = _missing_requirement(item)
     if reason is None:
+        if item.get_closest_marker("lab") is not None:
+            _hold_the_lab_lock(item.config)
         return
     if item.config.getoption("require_all"):
         pytest.fail(reason, pytrace=False)
@@ -148,24 +208,29 @@ def run_cli(settings):
 
 
 LAB_LOCK = Path("/tmp/faultline-lab.lock")
+_LAB_LOCK_HANDLE = pytest.StashKey[IO[str]]()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _one_lab_session_at_a_time(request: pytest.FixtureRequest):
-    """Lab tests use the default `fl-` prefix and run dir names (and time-sensitive symptoms): a root session
-    that will build labs takes the machine lock first; one without lab tests never waits for it.
+def _hold_the_lab_lock(config: pytest.Config) -> None:
+    """Lab tests use the default `fl-` prefix and run dir names (and time-sensitive symptoms): the session that
+    runs one takes the machine lock before its first lab test (and its lab fixtures) and keeps it to its end.
 
-    Anyone else driving labs by hand on the same machine wraps the command in `flock /tmp/faultline-lab.lock`;
-    `faultline corpus generate` takes it itself (faultline/lab/locks.py, docs/lab.md#several-labs-at-once).
+    Under xdist only the worker running the lab tests takes it; the other worker, and a session without lab
+    tests, never waits for it. Anyone else driving labs by hand on the same machine wraps the command in
+    `flock /tmp/faultline-lab.lock`; `faultline corpus generate` takes it itself (faultline/lab/locks.py,
+    docs/lab.md#several-labs-at-once).
     """
     import fcntl
 
-    if os.geteuid() != 0 or not request.config.stash.get(_RUNS_LABS, True):
-        yield
+    if _LAB_LOCK_HANDLE in config.stash:
         return
-    with open(LAB_LOCK, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)  # blocks until the other session is done
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    handle = open(LAB_LOCK, "a")  # noqa: SIM115 - held until pytest_unconfigure
+    fcntl.flock(handle, fcntl.LOCK_EX)  # blocks until the other session is done
+    config.stash[_LAB_LOCK_HANDLE] = handle
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Release the machine lock (closing the file releases the flock), after every fixture's teardown."""
+    handle = config.stash.get(_LAB_LOCK_HANDLE, None)
+    if handle is not None:
+        handle.close()
