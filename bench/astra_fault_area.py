@@ -36,7 +36,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from faultline.datasets import configured_path, require_paths  # noqa: E402
-
 from faultline.offline import apply_offline_env  # noqa: E402
 
 GOAL = 0.60

@@ -26,8 +26,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from faultline.offline import apply_offline_env  # noqa: E402
 from rel_cases.common import CaseReport, Trial  # noqa: E402
+
+from faultline.offline import apply_offline_env  # noqa: E402
 
 
 def case_modules() -> dict[str, ModuleType]:

@@ -157,7 +157,7 @@ def run_query(conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | Non
     return QueryResult(columns, rows)
 
 
-def open_warehouse(settings: "Settings", *, auto_migrate: bool = True) -> duckdb.DuckDBPyConnection:
+def open_warehouse(settings: Settings, *, auto_migrate: bool = True) -> duckdb.DuckDBPyConnection:
     """`connect()` with the warehouse path and memory cap from the settings."""
     return connect(settings.duckdb_path, auto_migrate=auto_migrate, memory_limit=settings.duckdb_memory_limit)
 
@@ -166,7 +166,7 @@ _SHARED: dict[str, duckdb.DuckDBPyConnection] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_warehouse(settings: "Settings") -> duckdb.DuckDBPyConnection:
+def shared_warehouse(settings: Settings) -> duckdb.DuckDBPyConnection:
     """The process's one read-write connection to the settings' warehouse, opened on first use.
 
     A DuckDB file has a single writer process, so concurrent work (Prefect's thread pool, in-process
@@ -192,7 +192,7 @@ def keep_checkpoints_incremental(conn: duckdb.DuckDBPyConnection) -> None:
     conn.execute("SET max_vacuum_tasks = 0")
 
 
-def release_shared_warehouse(settings: "Settings") -> None:
+def release_shared_warehouse(settings: Settings) -> None:
     """Close the process's shared connection to the settings' warehouse (if open)."""
     key = str(Path(settings.duckdb_path).resolve())
     with _SHARED_LOCK:

@@ -24,7 +24,6 @@ from faultline.corpus.tickets import (
     leak_check,
     write_ticket,
 )
-from faultline.nika.labels import catalogue
 from faultline.lab.faults.registry import FAULTS
 from faultline.lab.scenarios import build_topology
 from faultline.lab.topology import Topology
@@ -37,6 +36,7 @@ from faultline.network.records import (
     Interface,
     InterfaceList,
 )
+from faultline.nika.labels import catalogue
 
 OPENED = datetime(2026, 3, 4, 2, 25, tzinfo=UTC)
 SEEDS = range(5)

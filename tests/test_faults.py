@@ -14,9 +14,8 @@ import pytest
 
 from faultline.lab import faults
 from faultline.lab.faults.base import FaultError, FaultNotVerified
-from faultline.nika.labels import CATEGORIES
-from faultline.nika.labels import catalogue
 from faultline.lab.scenarios import build_topology
+from faultline.nika.labels import CATEGORIES, catalogue
 from tests.labfixtures import lab_dir, lab_namespaces, module_lab, offline_state
 
 LAB_DIR = lab_dir("faults")

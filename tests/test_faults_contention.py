@@ -22,7 +22,6 @@ import pytest
 from faultline.lab import faults
 from faultline.lab.faults import cgroup_join, nfqueue_delay
 from faultline.lab.faults.base import FaultNotVerified, helper_alive
-from faultline.nika.labels import catalogue
 from faultline.lab.faults.contention import CPU_ROOT, PREFIX, http_median_ms
 from faultline.lab.scenarios import build_topology
 from faultline.lab.state import LabState
@@ -30,6 +29,7 @@ from faultline.network import parse_cgroup as pc
 from faultline.network.devices import Device, StaticDirectory
 from faultline.network.probes import ProbeContext, ProbeError, run_probe
 from faultline.network.runner import CommandResult
+from faultline.nika.labels import catalogue
 from tests.labfixtures import lab_dir, module_lab, offline_state, settings_for
 
 LAB_DIR = lab_dir("contention")

@@ -19,7 +19,6 @@ from faultline.lab import faults, service_ops
 from faultline.lab.faults import dhcp_clients as dc
 from faultline.lab.faults.applicability import label_scenarios
 from faultline.lab.faults.base import FaultError, FaultNotVerified
-from faultline.nika.labels import catalogue
 from faultline.lab.namespaces import namespace_name
 from faultline.lab.scenarios import build_topology
 from faultline.lab.services import (
@@ -34,6 +33,7 @@ from faultline.network import parse_services as ps
 from faultline.network.devices import Device, StaticDirectory
 from faultline.network.probes import ProbeContext, ProbeError, run_probe
 from faultline.network.runner import CommandResult, Runner
+from faultline.nika.labels import catalogue
 from tests.labfixtures import lab_dir, lab_holder, offline_state
 
 LAB_DIR = lab_dir("faults-dns-dhcp")

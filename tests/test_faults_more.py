@@ -20,11 +20,11 @@ from faultline.lab import faults
 from faultline.lab.faults.applicability import label_scenarios, scenario_table
 from faultline.lab.faults.base import FaultError, FaultNotVerified
 from faultline.lab.faults.bgp_origin import victim_lan
-from faultline.nika.labels import catalogue
 from faultline.lab.namespaces import namespace_name
 from faultline.lab.scenarios import SCENARIOS, build_topology
 from faultline.lab.state import LabState
 from faultline.lab.topology import Topology
+from faultline.nika.labels import catalogue
 from tests.labfixtures import lab_dir, lab_holder, offline_state
 
 LAB_DIR = lab_dir("faults-more")

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 import signal
-from collections import Counter
 import socket
 import subprocess
 import threading
 import time
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -23,13 +23,13 @@ import pytest
 from faultline.lab import faults
 from faultline.lab.faults import cgroups, loadgen
 from faultline.lab.faults.base import FaultNotVerified
-from faultline.nika.labels import catalogue
 from faultline.lab.faults.web import access_log_entries
 from faultline.lab.scenarios import build_topology
 from faultline.lab.services import render_web, service_problems
 from faultline.lab.state import LabState
 from faultline.network.devices import Device, StaticDirectory
 from faultline.network.probes import ProbeContext, ProbeError, run_probe
+from faultline.nika.labels import catalogue
 from tests.labfixtures import lab_dir, module_lab, offline_state, settings_for
 
 LAB_DIR = lab_dir("faults-web")

@@ -51,7 +51,7 @@ def test_jira_export_ingests_with_no_mapping(conn, settings, data_dir):
 
 def test_reingest_adds_nothing_and_updated_ticket_updates(conn, settings, tmp_path):
     src = tmp_path / "export.jsonl"
-    records = [{"key": f"NET-{i}", "summary": f"ticket {i}", "created": "2024-01-0{}T10:00:00Z".format(i),
+    records = [{"key": f"NET-{i}", "summary": f"ticket {i}", "created": f"2024-01-0{i}T10:00:00Z",
                 "updated": "2024-02-01T00:00:00Z", "status": "Open"} for i in range(1, 4)]
     src.write_text("\n".join(json.dumps(r) for r in records) + "\n")
     first = _ingest(conn, settings, src)

@@ -82,10 +82,9 @@ def test_transport_errors_are_retried_then_succeed(fast, conn):
 
 
 def test_exhausted_retries_raise_a_clear_error_and_leave_rows(fast, conn):
-    with scripted_model("bad", ["nope"], repeat_last=True) as fake:
-        with pytest.raises(LLMError) as caught:
-            complete_json(fast, conn, model=fake.model, prompt="astra/rerank", variables=VARS, schema=Scores,
-                          stage="astra.rerank", incident_id="INC-9")
+    with scripted_model("bad", ["nope"], repeat_last=True) as fake, pytest.raises(LLMError) as caught:
+        complete_json(fast, conn, model=fake.model, prompt="astra/rerank", variables=VARS, schema=Scores,
+                      stage="astra.rerank", incident_id="INC-9")
     assert "after 3 attempts" in caught.value.message and "llm_calls" in caught.value.fix
     rows = calls(conn)
     assert len(rows) == 3 and all(r[5].startswith("invalid output") for r in rows)

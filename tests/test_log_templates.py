@@ -13,8 +13,13 @@ import pytest
 from faultline.errors import FaultlineError
 from faultline.logs import templates as tpl
 from faultline.logs.masking import load_masks, mask_messages
-from faultline.logs.templates import (MinerConfig, adhoc_incident_id, default_miner_config, mine_templates,
-                                      write_templates)
+from faultline.logs.templates import (
+    MinerConfig,
+    adhoc_incident_id,
+    default_miner_config,
+    mine_templates,
+    write_templates,
+)
 from tests.conftest import REPO
 
 sys.path.insert(0, str(REPO / "bench"))

@@ -17,8 +17,15 @@ from faultline.lab.frr import render_ospf, render_rip, router_daemons
 from faultline.lab.readiness import host_pairs, readiness_pairs
 from faultline.lab.scenarios import SCENARIOS, SIZES, build_topology
 from faultline.lab.topology import Topology
-from tests.labfixtures import (lab_dir, lab_fixture, lab_namespaces, root_routes, running_lab, settings_for,
-                               wait_until_no_lab)
+from tests.labfixtures import (
+    lab_dir,
+    lab_fixture,
+    lab_namespaces,
+    root_routes,
+    running_lab,
+    settings_for,
+    wait_until_no_lab,
+)
 
 LAB_DIR = lab_dir("scenarios")
 NEW = ("ospf_enterprise_static", "rip_small_internet", "dc_clos_bgp", "dc_clos_service", "ospf_enterprise_dhcp")

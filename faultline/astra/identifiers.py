@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Literal
+from typing import Literal
 
 IdentifierKind = Literal["ip", "mac", "interface", "device", "hostname", "label", "frr_code", "asn", "ticket"]
 

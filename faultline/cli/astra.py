@@ -4,21 +4,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
 from faultline.cli.output import exit_unless_done, print_json, print_table
 
 
-def _analyst(llm: Optional[str]) -> str:
+def _analyst(llm: str | None) -> str:
     return f"llm:{llm}" if llm else "deterministic"
 
 
 def report_command(
     ctx: typer.Context,
     incident_id: str = typer.Argument(..., help="Incident id (or ticket id) in the warehouse."),
-    llm: Optional[str] = typer.Option(None, "--llm", help="litellm model for the LLM steps, e.g. "
+    llm: str | None = typer.Option(None, "--llm", help="litellm model for the LLM steps, e.g. "
                                       "openai/gpt-4o-mini [default: the deterministic analyst]."),
     rounds: int = typer.Option(5, "--rounds", min=1, max=5, help="Most judge/refine rounds."),
     rerun: bool = typer.Option(False, "--rerun", help="Analyse again even if a stored analysis exists."),
@@ -85,9 +85,9 @@ def eval_astra_command(
                                 "or a folder of incidents; loaded if needed."),
     extra: list[Path] = typer.Option([], "--with", help="More incident or doc folders to load as context "
                                      "(history, documentation); repeatable."),
-    llm: Optional[str] = typer.Option(None, "--llm", help="litellm model for the LLM steps [default: deterministic]."),
+    llm: str | None = typer.Option(None, "--llm", help="litellm model for the LLM steps [default: deterministic]."),
     rounds: int = typer.Option(5, "--rounds", min=1, max=5, help="Most judge/refine rounds per incident."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Evaluate only the first N incidents."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Evaluate only the first N incidents."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary and per-incident scores as JSON."),
 ) -> None:
     """Analyse every open incident of a corpus with ASTRA and score it: accuracy rubric, completeness,
@@ -111,11 +111,11 @@ def eval_astra_command(
     exit_unless_done(len(batch.scores), len(batch.failures), "incidents", what=f"in {corpus}")
 
 
-def _pct(value: Optional[float]) -> str:
+def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def _num(value: Optional[float]) -> str:
+def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 

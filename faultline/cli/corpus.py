@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -18,7 +17,7 @@ def generate_command(
     ctx: typer.Context,
     suite: str = typer.Option(..., "--suite", help="A suite YAML file or a built-in suite name."),
     out: Path = typer.Option(..., "--out", help="Output folder (one subfolder per incident)."),
-    only: Optional[list[str]] = typer.Option(None, "--only", help="Generate only these incident ids."),
+    only: list[str] | None = typer.Option(None, "--only", help="Generate only these incident ids."),
     as_json: bool = typer.Option(False, "--json", help="Print the per-incident results as JSON."),
     jobs: int = typer.Option(
         1, "--jobs", "-j", min=1, max=16,
@@ -103,7 +102,7 @@ def check_command(
 def replay_command(
     snapshot_file: Path = typer.Argument(..., help="A snapshot.json.gz or baseline.json.gz."),
     probe: str = typer.Option(..., "--probe", help="Probe name, e.g. ip_route or reachability."),
-    arg: Optional[list[str]] = typer.Option(None, "--arg", help="Probe argument KEY=VALUE (repeatable)."),
+    arg: list[str] | None = typer.Option(None, "--arg", help="Probe argument KEY=VALUE (repeatable)."),
     as_json: bool = typer.Option(False, "--json", help="Print the typed record as JSON."),
 ) -> None:
     """Answer one probe call from a recorded snapshot (no root, no lab)."""

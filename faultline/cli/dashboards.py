@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -14,7 +13,7 @@ app = typer.Typer(help="Static HTML dashboards built from the SQL marts (open th
 @app.command("build")
 def build_command(
     ctx: typer.Context,
-    out: Optional[Path] = typer.Option(None, "--out", help="Folder to write the site into [default: the "
+    out: Path | None = typer.Option(None, "--out", help="Folder to write the site into [default: the "
                                        "dashboards_dir setting, else a dashboards/ folder beside the warehouse file]."),
     refresh: bool = typer.Option(True, "--refresh/--no-refresh",
                                  help="Refresh the marts first (default), or build from the marts as they are."),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from contextlib import closing
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -21,7 +20,7 @@ _WAIT = typer.Option(None, "--wait", min=0, help="Seconds to wait for another ru
                      "[default: the warehouse_lock_wait_s setting, 0: refuse at once, exit code 75].")
 
 
-def _locked(ctx: typer.Context, what: str, wait: Optional[float]):
+def _locked(ctx: typer.Context, what: str, wait: float | None):
     """The warehouse's run lock for this ingest (faultline.runlock)."""
     from faultline.runlock import settings_lock
 
@@ -29,7 +28,7 @@ def _locked(ctx: typer.Context, what: str, wait: Optional[float]):
 
 
 def _run(ctx: typer.Context, kind: str, paths: list[Path], force: bool, as_json: bool, use_flow: bool,
-         wait: Optional[float], **options: object) -> None:
+         wait: float | None, **options: object) -> None:
     settings = ctx.obj
     with _locked(ctx, kind, wait):
         if use_flow:
@@ -70,8 +69,8 @@ def print_report(report: dict) -> None:
 def tickets_command(
     ctx: typer.Context,
     paths: list[Path] = _PATHS,
-    mapping: Optional[Path] = typer.Option(None, "--mapping", help="YAML field mapping; detected when omitted."),
-    force: bool = _FORCE, as_json: bool = _JSON, use_flow: bool = _FLOW, wait: Optional[float] = _WAIT,
+    mapping: Path | None = typer.Option(None, "--mapping", help="YAML field mapping; detected when omitted."),
+    force: bool = _FORCE, as_json: bool = _JSON, use_flow: bool = _FLOW, wait: float | None = _WAIT,
 ) -> None:
     """Tickets from JSONL, JSON, CSV or Parquet exports (JIRA-style layouts need no mapping)."""
     _run(ctx, "tickets", paths, force, as_json, use_flow, wait, mapping_file=mapping)
@@ -81,11 +80,11 @@ def tickets_command(
 def logs_command(
     ctx: typer.Context,
     paths: list[Path] = _PATHS,
-    log_format: Optional[str] = typer.Option(
+    log_format: str | None = typer.Option(
         None, "--log-format", help="Format name, or a template like '<Date> <Time> <Level> <Content>'; "
         "detected per file when omitted."),
-    incident: Optional[str] = typer.Option(None, "--incident", help="Incident id these logs belong to."),
-    force: bool = _FORCE, as_json: bool = _JSON, use_flow: bool = _FLOW, wait: Optional[float] = _WAIT,
+    incident: str | None = typer.Option(None, "--incident", help="Incident id these logs belong to."),
+    force: bool = _FORCE, as_json: bool = _JSON, use_flow: bool = _FLOW, wait: float | None = _WAIT,
 ) -> None:
     """Log files (syslog, FRR, IOS-XR, nginx, dnsmasq, Loghub formats; .gz read directly)."""
     _run(ctx, "logs", paths, force, as_json, use_flow, wait, log_format=log_format, incident_id=incident)
@@ -95,7 +94,7 @@ def logs_command(
 def docs_command(
     ctx: typer.Context,
     paths: list[Path] = _PATHS,
-    force: bool = _FORCE, as_json: bool = _JSON, use_flow: bool = _FLOW, wait: Optional[float] = _WAIT,
+    force: bool = _FORCE, as_json: bool = _JSON, use_flow: bool = _FLOW, wait: float | None = _WAIT,
 ) -> None:
     """Documentation (rst, markdown, text, html, jsonl catalogues), chunked by section."""
     _run(ctx, "docs", paths, force, as_json, use_flow, wait)
@@ -105,7 +104,7 @@ def docs_command(
 def incidents_command(
     ctx: typer.Context,
     paths: list[Path] = typer.Argument(..., help="Corpus folders written by `faultline corpus generate`."),
-    force: bool = _FORCE, as_json: bool = _JSON, wait: Optional[float] = _WAIT,
+    force: bool = _FORCE, as_json: bool = _JSON, wait: float | None = _WAIT,
 ) -> None:
     """Generated incidents: tickets, device logs, snapshots and ground truth (invalid ones quarantined)."""
     from faultline import db
@@ -131,7 +130,7 @@ def inventory_command(
     ctx: typer.Context,
     path: Path = typer.Argument(..., help="Inventory folder holding hosts.yaml (groups.yaml, defaults.yaml optional)."),
     name: str | None = typer.Option(None, "--name", help="Inventory name; the folder's name when omitted."),
-    force: bool = _FORCE, as_json: bool = _JSON, wait: Optional[float] = _WAIT,
+    force: bool = _FORCE, as_json: bool = _JSON, wait: float | None = _WAIT,
 ) -> None:
     """A nornir-style SimpleInventory folder: hosts and links replace that inventory's snapshot (docs/inventory.md)."""
     from faultline import db

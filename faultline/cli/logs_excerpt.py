@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -15,9 +14,9 @@ def excerpt_command(
     ticket: str = typer.Option("", "--ticket", help="The ticket's title and description (L5 keywords)."),
     similar: list[str] = typer.Option(
         [], "--similar", help="Title and description of a similar ticket (L5 keywords); repeatable."),
-    incident: Optional[str] = typer.Option(
+    incident: str | None = typer.Option(
         None, "--incident", help="Incident id to store the excerpt under; default: an id derived from the files."),
-    log_format: Optional[str] = typer.Option(
+    log_format: str | None = typer.Option(
         None, "--log-format", help="Format name, or a template like '<Date> <Time> <Level> <Content>'; "
         "detected per file when omitted."),
     as_json: bool = typer.Option(False, "--json", help="Print the excerpt record as JSON."),

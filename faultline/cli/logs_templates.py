@@ -8,7 +8,6 @@ land on the same id and a rerun replaces its earlier rows.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -16,7 +15,7 @@ import typer
 def templates_command(
     ctx: typer.Context,
     files: list[Path] = typer.Argument(..., help="Log files or folders (not ingested; read as they are)."),
-    log_format: Optional[str] = typer.Option(
+    log_format: str | None = typer.Option(
         None, "--log-format", help="Format name, or a template like '<Date> <Time> <Level> <Content>'; "
         "detected per file when omitted."),
     as_json: bool = typer.Option(False, "--json", help="Print the templates as JSON."),
@@ -29,10 +28,14 @@ def templates_command(
 
     from faultline import db
     from faultline.cli.output import print_json, print_table
-    from faultline.logs.templates import (adhoc_incident_id, default_miner_config, mine_templates,
-                                          template_stats, write_templates)
-
     from faultline.logs.pipeline import lines_from_files
+    from faultline.logs.templates import (
+        adhoc_incident_id,
+        default_miner_config,
+        mine_templates,
+        template_stats,
+        write_templates,
+    )
 
     settings = ctx.obj
     lines = lines_from_files(files, settings, log_format)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -22,9 +21,9 @@ app = typer.Typer(
 @app.callback()
 def _root(
     ctx: typer.Context,
-    db: Optional[Path] = typer.Option(None, "--db", help="DuckDB warehouse file [env FAULTLINE_DUCKDB_PATH]."),
-    lancedb: Optional[Path] = typer.Option(None, "--lancedb", help="LanceDB folder [env FAULTLINE_LANCEDB_DIR]."),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML settings file [env FAULTLINE_CONFIG]."),
+    db: Path | None = typer.Option(None, "--db", help="DuckDB warehouse file [env FAULTLINE_DUCKDB_PATH]."),
+    lancedb: Path | None = typer.Option(None, "--lancedb", help="LanceDB folder [env FAULTLINE_LANCEDB_DIR]."),
+    config: Path | None = typer.Option(None, "--config", help="TOML settings file [env FAULTLINE_CONFIG]."),
 ) -> None:
     from faultline.config import load_settings
 

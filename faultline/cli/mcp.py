@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -13,16 +12,16 @@ app = typer.Typer(help="MCP servers for external agents (stdio by default, or st
 @app.command("lab")
 def lab_command(
     ctx: typer.Context,
-    snapshot: Optional[Path] = typer.Option(None, "--snapshot", help="Serve a recorded incident snapshot "
+    snapshot: Path | None = typer.Option(None, "--snapshot", help="Serve a recorded incident snapshot "
                                             "(snapshot.json.gz; no root needed) instead of the running lab."),
     lab: bool = typer.Option(False, "--lab", help="Serve the running lab (root); the default without --snapshot."),
-    inventory: Optional[Path] = typer.Option(None, "--inventory", help="Serve the devices of this inventory folder, "
+    inventory: Path | None = typer.Option(None, "--inventory", help="Serve the devices of this inventory folder, "
                                              "reached over SSH (hosts.yaml, ..., known_hosts)."),
-    incident: Optional[str] = typer.Option(None, "--incident", help="Incident id submissions are stored under "
+    incident: str | None = typer.Option(None, "--incident", help="Incident id submissions are stored under "
                                            "(default: the snapshot's folder name)."),
-    submission_out: Optional[Path] = typer.Option(None, "--submission-out", help="Write the submission to this "
+    submission_out: Path | None = typer.Option(None, "--submission-out", help="Write the submission to this "
                                                   "JSON file instead of the warehouse."),
-    http: Optional[int] = typer.Option(None, "--http", help="Serve streamable HTTP on this port (path /mcp) "
+    http: int | None = typer.Option(None, "--http", help="Serve streamable HTTP on this port (path /mcp) "
                                        "instead of stdio."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on with --http; another than a loopback "
                              "address needs the mcp_token setting (FAULTLINE_MCP_TOKEN)."),
@@ -59,7 +58,7 @@ def lab_command(
 @app.command("docs")
 def docs_command(
     ctx: typer.Context,
-    http: Optional[int] = typer.Option(None, "--http", help="Serve streamable HTTP on this port (path /mcp) "
+    http: int | None = typer.Option(None, "--http", help="Serve streamable HTTP on this port (path /mcp) "
                                        "instead of stdio."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on with --http; another than a loopback "
                              "address needs the mcp_token setting (FAULTLINE_MCP_TOKEN)."),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 import typer
 
@@ -13,28 +13,28 @@ from faultline.cli.output import print_json, print_table
 
 def nightly_command(
     ctx: typer.Context,
-    corpus: Optional[Path] = typer.Option(
+    corpus: Path | None = typer.Option(
         None, "--corpus", help="Ingest this corpus folder first: history/ and backlog/ (generated incidents, a "
         "task run per folder), then tickets/ (any export `faultline ingest tickets` reads), logs/ (device logs, "
         "tagged with no incident) and docs/ (a task run per file); every subfolder is optional. Without it the "
         "warehouse's open tickets are the backlog."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Analyse only the first N incidents with work."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Analyse only the first N incidents with work."),
     incident: list[str] = typer.Option([], "--incident", help="Only this incident or ticket id; repeatable."),
-    llm: Optional[str] = typer.Option(None, "--llm", help="litellm model for every LLM step (default: the "
+    llm: str | None = typer.Option(None, "--llm", help="litellm model for every LLM step (default: the "
                                       "deterministic analyst)."),
     # NetworkBackend of faultline.nightly.backlog, spelled out: the CLI imports no engine module at start-up
     network: Literal["snapshot", "lab", "ssh"] = typer.Option(
         "snapshot", "--network", help="snapshot: the incidents' recorded snapshots; lab: the live lab (root); ssh: "
         "the devices of --inventory (or the ssh_inventory setting) over SSH."),
-    inventory: Optional[Path] = typer.Option(None, "--inventory", help="Inventory folder for --network ssh."),
+    inventory: Path | None = typer.Option(None, "--inventory", help="Inventory folder for --network ssh."),
     rounds: int = typer.Option(5, "--rounds", min=1, max=5, help="Most ASTRA judge/refine rounds."),
-    runner: Optional[Literal["threads", "processes", "cluster"]] = typer.Option(
+    runner: Literal["threads", "processes", "cluster"] | None = typer.Option(
         None, "--runner", help="Where the units run: threads, processes (local Dask worker processes) or cluster "
         "(the Dask scheduler of --dask-address); default: the nightly_task_runner setting."),
-    dask_address: Optional[str] = typer.Option(None, "--dask-address", help="Scheduler of the cluster runner, "
+    dask_address: str | None = typer.Option(None, "--dask-address", help="Scheduler of the cluster runner, "
                                                "e.g. tcp://10.0.0.5:8786 (implies --runner cluster)."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
-    wait: Optional[float] = typer.Option(None, "--wait", min=0, help="Seconds to wait for another run that writes "
+    wait: float | None = typer.Option(None, "--wait", min=0, help="Seconds to wait for another run that writes "
                                          "the warehouse [default: the warehouse_lock_wait_s setting, 0: refuse at "
                                          "once, exit code 75]."),
 ) -> None:

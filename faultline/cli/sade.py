@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from faultline.cli.output import exit_unless_done, print_json, print_table
 
 
-def _network(ctx: typer.Context, incident: str, backend: str, url: Optional[str],
-             inventory: Optional[Path] = None):
+def _network(ctx: typer.Context, incident: str, backend: str, url: str | None,
+             inventory: Path | None = None):
     """The network backend to open and the incident it diagnoses: a recorded snapshot (an incident folder, a
     snapshot file, or an ingested incident's), the running lab, devices over SSH, or an MCP server."""
     from faultline.errors import FaultlineError
@@ -45,15 +44,15 @@ def diagnose_command(
     ctx: typer.Context,
     incident: str = typer.Argument(..., help="Incident folder, snapshot file or ingested incident id."),
     backend: str = typer.Option("snapshot", "--backend", help="snapshot | lab | mcp | ssh"),
-    url: Optional[str] = typer.Option(None, "--url", help="MCP server URL or command (with --backend mcp)."),
-    inventory: Optional[Path] = typer.Option(None, "--inventory", help="Inventory folder of the devices (with "
+    url: str | None = typer.Option(None, "--url", help="MCP server URL or command (with --backend mcp)."),
+    inventory: Path | None = typer.Option(None, "--inventory", help="Inventory folder of the devices (with "
                                              "--backend ssh): hosts.yaml, groups.yaml, defaults.yaml, known_hosts."),
     policy: str = typer.Option("deterministic", "--policy", help="deterministic | llm"),
-    model: Optional[str] = typer.Option(None, "--model", help="litellm model for --policy llm."),
+    model: str | None = typer.Option(None, "--model", help="litellm model for --policy llm."),
     method: str = typer.Option("sade", "--method", help="sade (phase-gated) | flat (every scan everywhere)."),
     save: bool = typer.Option(False, "--save", help="Store steps, flags and submission in the warehouse (and the "
                               "scores, when the incident has a ground truth there)."),
-    ticket: Optional[str] = typer.Option(None, "--ticket", help="What the user reported (default: the incident "
+    ticket: str | None = typer.Option(None, "--ticket", help="What the user reported (default: the incident "
                                          "folder's ticket.json title and description); \"\" for none."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole diagnosis as JSON."),
 ) -> None:
@@ -104,7 +103,7 @@ def eval_sade_command(
     ctx: typer.Context,
     corpus: Path = typer.Option(..., "--corpus", help="Corpus folder of recorded incidents."),
     method: list[str] = typer.Option(["sade"], "--method", help="sade and/or flat (repeatable)."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N incidents."),
+    limit: int | None = typer.Option(None, "--limit", help="Only the first N incidents."),
     as_json: bool = typer.Option(False, "--json", help="Print per-incident scores and summaries as JSON."),
 ) -> None:
     """Score SADE on every recorded incident of a corpus: overall, per label and per size. An incident that

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Optional
 
 import typer
 
@@ -19,8 +18,8 @@ _WHERE_HELP = (
 )
 
 
-def _run_search(ctx: typer.Context, kind: str, query: str, k: Optional[int], mode: str,
-                where: Optional[str], as_json: bool) -> None:
+def _run_search(ctx: typer.Context, kind: str, query: str, k: int | None, mode: str,
+                where: str | None, as_json: bool) -> None:
     from faultline.retrieval.search import search
 
     settings = ctx.obj
@@ -32,7 +31,7 @@ def _run_search(ctx: typer.Context, kind: str, query: str, k: Optional[int], mod
         typer.echo("no matches")
         return
 
-    def num(value: Optional[float]) -> str:
+    def num(value: float | None) -> str:
         return "" if value is None else f"{value:.3f}"
 
     columns = ["rank", "id", "score", "vector", "text"] + (["created"] if kind == "tickets" else []) + ["title"]
@@ -48,9 +47,9 @@ def _run_search(ctx: typer.Context, kind: str, query: str, k: Optional[int], mod
 def tickets_command(
     ctx: typer.Context,
     query: str = typer.Argument(..., help="What to look for, e.g. a ticket summary or an error message."),
-    k: Optional[int] = typer.Option(None, "--k", "-k", min=1, help="Number of hits [default: search_k setting]."),
+    k: int | None = typer.Option(None, "--k", "-k", min=1, help="Number of hits [default: search_k setting]."),
     mode: str = typer.Option("hybrid", "--mode", help=_MODE_HELP),
-    where: Optional[str] = typer.Option(None, "--where", help=_WHERE_HELP),
+    where: str | None = typer.Option(None, "--where", help=_WHERE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the hits as a JSON list."),
 ) -> None:
     """Find past tickets similar to QUERY."""
@@ -61,9 +60,9 @@ def tickets_command(
 def docs_command(
     ctx: typer.Context,
     query: str = typer.Argument(..., help="What to look for, e.g. an error message or a protocol term."),
-    k: Optional[int] = typer.Option(None, "--k", "-k", min=1, help="Number of hits [default: search_k setting]."),
+    k: int | None = typer.Option(None, "--k", "-k", min=1, help="Number of hits [default: search_k setting]."),
     mode: str = typer.Option("hybrid", "--mode", help=_MODE_HELP),
-    where: Optional[str] = typer.Option(None, "--where", help=_WHERE_HELP),
+    where: str | None = typer.Option(None, "--where", help=_WHERE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the hits as a JSON list."),
 ) -> None:
     """Find documentation sections relevant to QUERY."""

@@ -4,7 +4,7 @@ stored analyses) and `faultline eval verdict --corpus DIR` (registered in `cli/e
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -40,11 +40,11 @@ def verdict_command(
     typer.echo(verdict.text.rstrip())
 
 
-def _pct(value: Optional[float]) -> str:
+def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def _num(value: Optional[float]) -> str:
+def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
@@ -53,9 +53,9 @@ def eval_verdict_command(
     corpus: Path = typer.Option(..., "--corpus", help="Corpus root with history/ and backlog/ (e.g. data/sample), "
                                 "or a folder of incidents; loaded if needed."),
     extra: list[Path] = typer.Option([], "--with", help="More incident or doc folders to load as context; repeatable."),
-    llm: Optional[str] = typer.Option(None, "--llm", help="litellm model for ASTRA's LLM steps [default: deterministic]."),
+    llm: str | None = typer.Option(None, "--llm", help="litellm model for ASTRA's LLM steps [default: deterministic]."),
     rounds: int = typer.Option(5, "--rounds", min=1, max=5, help="Most ASTRA judge/refine rounds per incident."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Evaluate only the first N incidents."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Evaluate only the first N incidents."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary and per-incident scores as JSON."),
 ) -> None:
     """Analyse every open incident of a corpus with ASTRA and SADE, fuse the verdict and score all three (rubric,

@@ -43,7 +43,7 @@ class IncidentSpec(BaseModel):
     faults: list[FaultSpec] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _healthy_xor_faults(self) -> "IncidentSpec":
+    def _healthy_xor_faults(self) -> IncidentSpec:
         if self.healthy == bool(self.faults):
             raise ValueError("give either `healthy: true` or a non-empty `faults` list")
         return self
@@ -130,8 +130,8 @@ def load_suite(ref: str | Path) -> Suite:
 
 def _check_names(suite: Suite, path: Path) -> None:
     """Scenarios, sizes and labels must exist; a label this lab cannot inject is caught at generation."""
-    from faultline.nika.labels import catalogue
     from faultline.lab.scenarios import SIZES, scenario_names
+    from faultline.nika.labels import catalogue
 
     labels = {info.label for info in catalogue()}
     for n, spec in enumerate(suite.incidents):

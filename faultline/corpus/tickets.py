@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict
 
 from faultline.corpus.symptoms import Symptom, excerpt
 from faultline.errors import FaultlineError
-from faultline.nika.labels import catalogue
 from faultline.lab.scenarios import build_topology
+from faultline.nika.labels import catalogue
 
 TEXT_DIR = Path(__file__).with_name("text")
 USER_ROLES = ("host", "client")  # devices a person sits at

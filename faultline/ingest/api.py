@@ -8,9 +8,10 @@ A file that fails is recorded in `run_failures` and the others go on.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Literal
 
 import duckdb
 import pyarrow as pa

@@ -7,9 +7,9 @@ block, and applied to the whole file.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator
 
 import duckdb
 import polars as pl

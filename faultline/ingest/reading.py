@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import polars as pl
 

@@ -7,8 +7,8 @@ the root namespace's links and routes are never touched.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from faultline.errors import FaultlineError
 from faultline.lab.namespaces import namespace_name

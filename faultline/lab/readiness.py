@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
 
 from faultline.errors import FaultlineError
 from faultline.lab.frr import vtysh_args, vtysh_env

@@ -81,7 +81,7 @@ class LabState:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> "LabState":
+    def from_json(cls, data: dict) -> LabState:
         """Inverse of `to_json`."""
         data = dict(data)
         data["device_list"] = [

@@ -18,7 +18,7 @@ TRANSPORT_ERROR = "<transport error>"
 Step = Union[str, Callable[[list[dict[str, Any]]], str]]
 
 _lock = threading.Lock()
-_scripts: dict[str, "ScriptedModel"] = {}
+_scripts: dict[str, ScriptedModel] = {}
 _handler: list[Any] = []
 
 

@@ -7,8 +7,19 @@ say where a label can go; the lifecycle: docs/lab.md#fault-lifecycle.
 
 from faultline.lab.faults.applicability import applicable, label_scenarios
 from faultline.lab.faults.base import Fault, FaultError, FaultNotVerified, FaultRecord
-from faultline.lab.faults.registry import (FAULTS, choose_mechanism, choose_target, fault_class, fault_labels,
-                                           ground_truth, inject, plan_target, records, recover, verify)
+from faultline.lab.faults.registry import (
+                                           FAULTS,
+                                           choose_mechanism,
+                                           choose_target,
+                                           fault_class,
+                                           fault_labels,
+                                           ground_truth,
+                                           inject,
+                                           plan_target,
+                                           records,
+                                           recover,
+                                           verify,
+)
 
 __all__ = ["FAULTS", "Fault", "FaultError", "FaultNotVerified", "FaultRecord", "applicable", "choose_mechanism",
            "choose_target",
