@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from faultline.offline import apply_offline_env
+from faultline.offline import apply_offline_env  # noqa: E402
 
 if TYPE_CHECKING:
     import duckdb

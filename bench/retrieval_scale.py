@@ -50,8 +50,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from faultline.datasets import configured_path, require_paths
-from faultline.offline import apply_offline_env
+from faultline.datasets import configured_path, require_paths  # noqa: E402
+from faultline.offline import apply_offline_env  # noqa: E402
 
 TOP_N = 10
 WARMUP = 5
