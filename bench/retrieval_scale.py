@@ -167,7 +167,7 @@ def _ann_recall(settings: Any, embedder: Any, queries: list[dict[str, Any]]) -> 
 
     table = open_lancedb(settings).open_table(TABLE_NAMES["tickets"])
     overlaps, ann_s, flat_s = [], [], []
-    for i, q in enumerate(queries):
+    for _i, q in enumerate(queries):
         started = time.perf_counter()
         ann = search(settings, "tickets", q["text"], k=TOP_N, mode="vector", where=q["where"], embedder=embedder)
         ann_s.append(time.perf_counter() - started)

@@ -37,7 +37,7 @@ def _assign_names(fields: list[str]) -> list[str]:
                 if not names[i]:
                     names[i] = target
                     break
-    for i, field in enumerate(fields):
+    for i, _field in enumerate(fields):
         if names[i]:
             continue
         if lowered[i] in _TIMESTAMP_NAMES:
