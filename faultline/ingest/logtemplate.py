@@ -79,7 +79,7 @@ def _usable(pattern: str, names: list[str]) -> bool:
     """The pattern compiles and every field is still a group (an unescaped `[<Pid>]` is not)."""
     try:
         probe = pl.Series([""], dtype=pl.Utf8).str.extract_groups(pattern)
-    except Exception:  # polars raises ComputeError for invalid regexes
+    except pl.exceptions.PolarsError:  # polars raises ComputeError for invalid regexes
         return False
     return set(names) <= set(probe.struct.fields)
 

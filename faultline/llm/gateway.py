@@ -121,7 +121,7 @@ def _usage(response: Any) -> tuple[int | None, int | None]:
 def _cost(litellm: Any, response: Any) -> float | None:
     try:
         return float(litellm.completion_cost(completion_response=response))
-    except Exception:  # unknown models have no price; a missing cost is not an error
+    except Exception:  # noqa: BLE001 - unknown models have no price; a missing cost is not an error
         return None
 
 
