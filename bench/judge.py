@@ -259,8 +259,12 @@ def run(args: argparse.Namespace, warehouse: Path) -> dict[str, Any]:
 def _print(report: dict[str, Any]) -> None:
     from faultline.cli.output import print_table
 
-    pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"
-    num = lambda v, f="{:.3f}": "-" if v is None else f.format(v)
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{100 * v:.1f}%"
+
+    def num(v: float | None, f: str = "{:.3f}") -> str:
+        return "-" if v is None else f.format(v)
+
     print(f"Corpus {report['corpus']} -> {report['warehouse']} (judge rules {report['rules_version']}); "
           f"{len(report.get('failures') or {})} failed")
     for name in [k for k in report if isinstance(report[k], dict) and "final" in report[k]]:

@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from faultline.config import Settings
 
-Schema = Union[type[BaseModel], dict[str, Any]]
+Schema = type[BaseModel] | dict[str, Any]
 
 INSERT_CALL_SQL = """
 INSERT INTO llm_calls (call_id, run_id, incident_id, stage, model, prompt_name, prompt_hash, request,
