@@ -271,12 +271,14 @@ def _print(report: dict[str, Any]) -> None:
         f = report[name]
         fin, all_ = f["final"], f["all_rounds"]
         print_table(["figure", "final reports", "all rounds", "goal (final)"], [
-            ["reports (faulty): right / wrong", f"{fin['right']} / {fin['wrong']}", f"{all_['right']} / {all_['wrong']}",
+            ["reports (faulty): right / wrong", f"{fin['right']} / {fin['wrong']}",
+             f"{all_['right']} / {all_['wrong']}",
              ""],
             ["AUROC judge mean, accuracy >= 3 vs < 3", num(fin["auroc"]), num(all_["auroc"]), ">= 0.93"],
             [f"accuracy < 3 with judge mean >= {HIGH_MEAN}", pct(fin["share_wrong_scored_high"]),
              pct(all_["share_wrong_scored_high"]), "<= 10%"],
-            ["mean judge: right / wrong", f"{num(fin['mean_judge_right'], '{:.2f}')} / {num(fin['mean_judge_wrong'], '{:.2f}')}",
+            ["mean judge: right / wrong",
+             f"{num(fin['mean_judge_right'], '{:.2f}')} / {num(fin['mean_judge_wrong'], '{:.2f}')}",
              f"{num(all_['mean_judge_right'], '{:.2f}')} / {num(all_['mean_judge_wrong'], '{:.2f}')}", ""],
         ], title=f"judge: {name}")
         print_table(["criterion", "AUROC (final)"], [[c, num(v)] for c, v in f["criteria_auroc_final"].items()])
