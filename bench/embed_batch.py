@@ -22,7 +22,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from faultline.datasets import configured_path, require_paths
+from faultline.datasets import configured_path, require_paths  # noqa: E402
 
 _CHILD = r"""
 import json, resource, sys, time

@@ -45,7 +45,8 @@ def generate_syslog(path: Path, lines: int, seed: int = 7) -> None:
     with path.open("w") as out:
         for i in range(lines):
             second = i // 40
-            stamp = f"Nov {1 + second // 86400 % 28:2d} {second // 3600 % 24:02d}:{second // 60 % 60:02d}:{second % 60:02d}"
+            stamp = (f"Nov {1 + second // 86400 % 28:2d} {second // 3600 % 24:02d}:"
+                     f"{second // 60 % 60:02d}:{second % 60:02d}")
             pri = 8 * rng.choice((3, 4, 16, 23)) + rng.choice((2, 3, 4, 5, 6, 6, 6, 7))
             msg = rng.choice(_MSGS).format(a=rng.randrange(256), b=rng.randrange(256), c=rng.randrange(256),
                                            p=rng.randrange(1024, 65535), state=rng.choice(("up", "down")))
@@ -76,7 +77,8 @@ def _phase(kind: str, path: str, db: str) -> None:
     seconds = time.perf_counter() - start
     totals = report.totals()
     table = {"tickets": "tickets", "logs": "log_lines"}[kind]
-    stored = conn.execute(f"SELECT count(*) FROM {table} WHERE source_file = ?", [str(Path(path).resolve())]).fetchone()[0]
+    stored = conn.execute(f"SELECT count(*) FROM {table} WHERE source_file = ?",
+                          [str(Path(path).resolve())]).fetchone()[0]
     print(json.dumps({
         "kind": kind, "records": totals["records_in"], "accepted": totals["accepted"],
         "quarantined": totals["quarantined"], "stored": stored, "seconds": round(seconds, 3),

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from faultline.offline import apply_offline_env
+from faultline.offline import apply_offline_env  # noqa: E402
 
 if TYPE_CHECKING:
     import duckdb
@@ -259,20 +259,26 @@ def run(args: argparse.Namespace, warehouse: Path) -> dict[str, Any]:
 def _print(report: dict[str, Any]) -> None:
     from faultline.cli.output import print_table
 
-    pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"
-    num = lambda v, f="{:.3f}": "-" if v is None else f.format(v)
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{100 * v:.1f}%"
+
+    def num(v: float | None, f: str = "{:.3f}") -> str:
+        return "-" if v is None else f.format(v)
+
     print(f"Corpus {report['corpus']} -> {report['warehouse']} (judge rules {report['rules_version']}); "
           f"{len(report.get('failures') or {})} failed")
     for name in [k for k in report if isinstance(report[k], dict) and "final" in report[k]]:
         f = report[name]
         fin, all_ = f["final"], f["all_rounds"]
         print_table(["figure", "final reports", "all rounds", "goal (final)"], [
-            ["reports (faulty): right / wrong", f"{fin['right']} / {fin['wrong']}", f"{all_['right']} / {all_['wrong']}",
+            ["reports (faulty): right / wrong", f"{fin['right']} / {fin['wrong']}",
+             f"{all_['right']} / {all_['wrong']}",
              ""],
             ["AUROC judge mean, accuracy >= 3 vs < 3", num(fin["auroc"]), num(all_["auroc"]), ">= 0.93"],
             [f"accuracy < 3 with judge mean >= {HIGH_MEAN}", pct(fin["share_wrong_scored_high"]),
              pct(all_["share_wrong_scored_high"]), "<= 10%"],
-            ["mean judge: right / wrong", f"{num(fin['mean_judge_right'], '{:.2f}')} / {num(fin['mean_judge_wrong'], '{:.2f}')}",
+            ["mean judge: right / wrong",
+             f"{num(fin['mean_judge_right'], '{:.2f}')} / {num(fin['mean_judge_wrong'], '{:.2f}')}",
              f"{num(all_['mean_judge_right'], '{:.2f}')} / {num(all_['mean_judge_wrong'], '{:.2f}')}", ""],
         ], title=f"judge: {name}")
         print_table(["criterion", "AUROC (final)"], [[c, num(v)] for c, v in f["criteria_auroc_final"].items()])

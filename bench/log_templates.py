@@ -129,12 +129,14 @@ def run(data: Path, *, per_system_drain: bool, systems: list[str] | None = None)
 
 _USERS = [f"{a}{b}" for a in ("ops", "admin", "svc", "dev", "noc") for b in ("", "1", "2", "-ro", "_bk")] + [
     "root", "oracle", "postgres", "test", "guest", "ubuntu", "pi", "git", "backup", "monitor"]
-_HOSTS = [f"{w}{i}.{d}" for w in ("edge", "core", "db", "web", "cache") for i in range(20) for d in ("example.net", "lab.local")]
+_HOSTS = [f"{w}{i}.{d}" for w in ("edge", "core", "db", "web", "cache") for i in range(20)
+          for d in ("example.net", "lab.local")]
 _IFACES = ["GigabitEthernet0/0/{}", "TenGigE0/0/0/{}", "Bundle-Ether{}", "eth{}", "Hu0/0/0/{}", "ens{}", "veth{:x}a1"]
 _STATES = ["Up", "Down", "Idle", "Active", "Established", "OpenSent"]
 _TEMPLATES = [
     "%ROUTING-BGP-5-ADJCHANGE : neighbor {ip} {state} (VRF: default) (AS: {n5})",
-    "%ROUTING-BGP-5-ADJCHANGE : neighbor {ip} Down - BGP Notification sent, hold time expired (VRF: default) (AS: {n5})",
+    "%ROUTING-BGP-5-ADJCHANGE : neighbor {ip} Down - BGP Notification sent, hold time expired "
+    "(VRF: default) (AS: {n5})",
     "%PKT_INFRA-LINK-3-UPDOWN : Interface {iface}, changed state to {updown}",
     "%PKT_INFRA-LINEPROTO-5-UPDOWN : Line protocol on Interface {iface}, changed state to {updown}",
     "%PKT_INFRA-FM-2-FAULT_CRITICAL : ALARM_CRITICAL :OPTICS RX POWER LOW :DECLARE :: {iface}",
@@ -145,7 +147,8 @@ _TEMPLATES = [
     "{iface}: link {updown}, {speed} Mbps, full duplex",
     "DHCPACK({iface}) {ip} {mac} {host}",
     "query[A] {host} from {ip}",
-    "connect() failed (111: Connection refused) while connecting to upstream, client: {ip}, server: {host}, request: \"GET /api/v1/items/{n5} HTTP/1.1\"",
+    "connect() failed (111: Connection refused) while connecting to upstream, client: {ip}, server: {host}, "
+    "request: \"GET /api/v1/items/{n5} HTTP/1.1\"",
     "Started Session {n5} of user {user}.",
     "nbr {ip} state changed from Full to {state}: KillNbr",
     "OSPF: Neighbor {ip} on {iface} changed from Loading to Full",

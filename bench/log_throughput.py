@@ -107,7 +107,8 @@ def naive_baseline(messages: list[str], severities: list[str | None], raws: list
     l1 = vocab.levels["L1"]
     l1_raw = compiled([*l1.regexes])
     severe = set(l1.severities)
-    levels = [compiled([terms_pattern(list(vocab.levels[n].terms)), *vocab.levels[n].regexes]) for n in ("L2", "L3", "L4")]
+    levels = [compiled([terms_pattern(list(vocab.levels[n].terms)), *vocab.levels[n].regexes])
+              for n in ("L2", "L3", "L4")]
     l5 = compiled([terms_pattern(terms)])
     miner = TemplateMiner(config=TemplateMinerConfig())
     began = time.perf_counter()

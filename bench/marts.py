@@ -152,7 +152,8 @@ def main(argv: list[str] | None = None) -> None:
         for mode in ("full", "night"):
             a, b = first[mode], last[mode]
             per_k = (b["peak_rss_mb"] - a["peak_rss_mb"]) / max(1, last["incidents"] - first["incidents"]) * 1000
-            print(f"{mode}: x{last['replicas']} vs x{first['replicas']}: seconds ratio {b['seconds'] / a['seconds']:.2f}, "
+            print(f"{mode}: x{last['replicas']} vs x{first['replicas']}: "
+                  f"seconds ratio {b['seconds'] / a['seconds']:.2f}, "
                   f"peak RSS ratio {b['peak_rss_mb'] / a['peak_rss_mb']:.2f}; about {per_k:.0f} MB of peak RSS "
                   "per 1,000 incidents of history")
 

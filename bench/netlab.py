@@ -150,7 +150,8 @@ def _print_fault_matrix(rows: list[dict[str, object]]) -> None:
         for s in scenarios:
             r = cells.get((label, s))
             out.append("-" if r is None else
-                       f"{'ok' if r['verified'] else 'FAIL'} {r.get('inject_verify_s', '-')}/{r.get('recover_s', '-')}s")
+                       f"{'ok' if r['verified'] else 'FAIL'} "
+                       f"{r.get('inject_verify_s', '-')}/{r.get('recover_s', '-')}s")
         print(f"{label:<34} " + " ".join(f"{c:<26}" for c in out))
     failed = [r for r in rows if not r["verified"] or "recover_error" in r]
     if failed:
@@ -198,7 +199,8 @@ def main() -> int:
 def run_faults(scenarios: list[str], sizes: list[str], labels: list[str], seed: int, timeout: float,
                as_json: bool) -> int:
     """The fault pass over every (scenario, size); exit 1 when some injection was not verified."""
-    rows = [row for scenario in scenarios for size in sizes for row in fault_pass(scenario, size, labels, seed, timeout)]
+    rows = [row for scenario in scenarios for size in sizes
+            for row in fault_pass(scenario, size, labels, seed, timeout)]
     if as_json:
         print(json.dumps({"rows": rows, "summary": fault_summary(rows)}, indent=2))
     else:

@@ -41,7 +41,8 @@ def replicate(corpus: Path, out: Path, copies: int) -> Path:
         if (corpus / part).is_dir():
             (out / part).symlink_to((corpus / part).resolve())
     (out / "backlog").mkdir()
-    for shared in sorted(p for p in (corpus / "backlog").iterdir() if p.is_dir() and not (p / "incident.json").exists()):
+    for shared in sorted(p for p in (corpus / "backlog").iterdir()
+                         if p.is_dir() and not (p / "incident.json").exists()):
         (out / "backlog" / shared.name).symlink_to(shared.resolve())  # the collector's archive, the inventories
     for folder in sorted(p for p in (corpus / "backlog").iterdir() if (p / "incident.json").is_file()):
         for k in range(copies):
@@ -239,7 +240,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"backlog x{r['replicas']} on {r['runner']}: {r['incidents']} incidents ({r['units']} analyses, "
               f"{r['failures']} failed) in {r['seconds']} s = {r['incidents_per_minute']} incidents/min; peak RSS "
               f"flow {mem['flow']} MB, with every process it started {mem['all']} MB; "
-              f"flow peak by stage {r['flow_peak_rss_by_stage_mb']} MB; CPU {r['cpu_s']} s = {r['cores_busy']} cores busy on average; "
+              f"flow peak by stage {r['flow_peak_rss_by_stage_mb']} MB; "
+              f"CPU {r['cpu_s']} s = {r['cores_busy']} cores busy on average; "
               f"time per stage: {shares}")
     by_key = {(r["replicas"], r["runner"]): r for r in runs}
     for (copies, runner), r in by_key.items():

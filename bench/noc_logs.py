@@ -176,7 +176,8 @@ def run(data: Path, tickets_file: Path | None, scenario: str | None, rounds: int
         analysed = run_astra(settings, conn, ticket["ticket_id"], max_rounds=rounds)
         incident, result = analysed.incident, analysed.result
         report = result.rounds[-1].report
-        verdict = run_verdict(settings, conn, IncidentRef(incident_id=incident.incident_id, ticket_id=incident.ticket_id),
+        verdict = run_verdict(settings, conn,
+                              IncidentRef(incident_id=incident.incident_id, ticket_id=incident.ticket_id),
                               network_backend=None).verdict
         scoped: set[tuple[str, int]] = set()
         raws: set[str] = set()
@@ -246,7 +247,8 @@ def _print(report: dict[str, Any]) -> None:
     for r in report["rows"]:
         recall = "-" if r["scope_recall"] is None else f"{r['scope_recall']:.2f}"
         print(f"{r['ticket_id']:34} {recall:>6} {r['lines_in_scope']:>6} {str(r['names_device']):>6} "
-              f"{str(r['names_event_type']):>5} {r['quotes_outside_scope']:>7}  {r['report_label']} {r['report_devices']}")
+              f"{str(r['names_event_type']):>5} {r['quotes_outside_scope']:>7}  "
+              f"{r['report_label']} {r['report_devices']}")
     print()
     print(f"{'variant':8} {'tickets':>7} {'recall':>7} {'min':>5} {'median lines':>12} {'device':>7} {'type':>6} "
           f"{'outside':>7} {'verdict device':>14} {'verdict type':>12}")

@@ -50,8 +50,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from faultline.datasets import configured_path, require_paths
-from faultline.offline import apply_offline_env
+from faultline.datasets import configured_path, require_paths  # noqa: E402
+from faultline.offline import apply_offline_env  # noqa: E402
 
 TOP_N = 10
 WARMUP = 5
@@ -167,7 +167,7 @@ def _ann_recall(settings: Any, embedder: Any, queries: list[dict[str, Any]]) -> 
 
     table = open_lancedb(settings).open_table(TABLE_NAMES["tickets"])
     overlaps, ann_s, flat_s = [], [], []
-    for i, q in enumerate(queries):
+    for _i, q in enumerate(queries):
         started = time.perf_counter()
         ann = search(settings, "tickets", q["text"], k=TOP_N, mode="vector", where=q["where"], embedder=embedder)
         ann_s.append(time.perf_counter() - started)

@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{'mechanism':12} {'method':7} {'n':>4} {'detect':>7} {'loc F1':>7} {'RCA F1':>7}")
         for method, m in r["methods"].items():
             for mech, s in m["by_mechanism"]["per_mechanism"].items():
-                print(f"{mech:12} {method:7} {s['n']:>4} {s['detection']:>7.3f} {s['loc_f1']:>7.3f} {s['rca_f1']:>7.3f}")
+                print(f"{mech:12} {method:7} {s['n']:>4} {s['detection']:>7.3f} "
+                      f"{s['loc_f1']:>7.3f} {s['rca_f1']:>7.3f}")
         several = {k: v for k, v in sade["by_mechanism"]["worst_per_label"].items() if len(v["mechanisms"]) > 1}
         below = {k: v for k, v in sade["by_mechanism"]["worst_per_label"].items() if v["rca_f1"] < 1}
         for label, w in sorted({**several, **below}.items()):

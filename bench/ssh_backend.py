@@ -31,7 +31,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from faultline.config import Settings
+from faultline.config import Settings  # noqa: E402
 
 
 def _pct(values: list[float], q: float) -> float:

@@ -26,7 +26,7 @@ from statistics import mean
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from faultline.offline import apply_offline_env
+from faultline.offline import apply_offline_env  # noqa: E402
 
 
 def _share(values: list[bool]) -> float | None:

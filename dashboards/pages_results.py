@@ -41,7 +41,8 @@ def stratification_page(reader: MartReader) -> Html:
                 continue
             parts.append(tag("h3", f"By {grouping} ({meaning})"))
             bars = [Bar(r["stratum"], float(r["mean_accuracy"]), r["ci95_low"], r["ci95_high"], r["n"]) for r in strata]
-            parts.append(bar_chart(bars, y_max=5, y_label="mean accuracy (0-5)", chart_id=f"chart-{analyst}-{grouping}"))
+            parts.append(bar_chart(bars, y_max=5, y_label="mean accuracy (0-5)",
+                                   chart_id=f"chart-{analyst}-{grouping}"))
             parts.append(tag("p", _kruskal_line(strata[0]), class_="kw"))
             parts.append(table(
                 ["stratum", "n", "mean", "median", "sd", "95% CI", "share ≥3", "share ≥4", "Cohen's d", "rest n",

@@ -39,4 +39,5 @@ def require_paths(parser: argparse.ArgumentParser, args: argparse.Namespace, *na
     """Stop a command (argparse's usage error) for each path option that is still None: not given, no data_dir."""
     for name in names:
         if getattr(args, name) is None:
-            parser.error(f"--{name.replace('_', '-')} not given and the public data sets are not configured: {FETCH_HINT}")
+            parser.error(f"--{name.replace('_', '-')} not given and the public data sets are not configured: "
+                         f"{FETCH_HINT}")

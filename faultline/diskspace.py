@@ -44,7 +44,7 @@ def size(n: int | None) -> str:
     if n < 1024:
         return f"{n} bytes"
     value = float(n)
-    for unit in ("KB", "MB", "GB", "TB"):
+    for unit in ("KB", "MB", "GB", "TB"):  # noqa: B007 - the unit the loop stops at is the one returned
         value /= 1024
         if value < 1024:
             break

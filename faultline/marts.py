@@ -96,7 +96,8 @@ def list_marts(folder: Path | None = None) -> list[MartSpec]:
         name = str(data.get("mart") or path.stem)
         sql_path = path.with_suffix(".sql")
         if not _NAME.match(name) or name != path.stem or not sql_path.is_file():
-            raise FaultlineError(f"{path}: a mart needs `mart: {path.stem}` (named mart_*) and a sibling {sql_path.name}",
+            raise FaultlineError(f"{path}: a mart needs `mart: {path.stem}` (named mart_*) "
+                                 f"and a sibling {sql_path.name}",
                                  fix="name the yml and sql files after the mart, e.g. mart_cost.yml + mart_cost.sql")
         tests = list(data.get("tests") or [])
         for test in tests:
@@ -377,7 +378,8 @@ def _violations(conn: duckdb.DuckDBPyConnection, t: str, kind: str, arg: Any) ->
     """What breaks the test in `t` (a quoted table, or a subquery), in words; empty when it holds."""
     if kind == "unique":
         cols = ", ".join(_q(c) for c in arg)
-        n = conn.execute(f"SELECT count(*) FROM (SELECT {cols} FROM {t} GROUP BY ALL HAVING count(*) > 1)").fetchone()[0]
+        n = conn.execute(f"SELECT count(*) FROM (SELECT {cols} FROM {t} "
+                         f"GROUP BY ALL HAVING count(*) > 1)").fetchone()[0]
         return f"{n} key(s) of ({', '.join(arg)}) occur more than once" if n else ""
     if kind == "not_null":
         nulls = {c: conn.execute(f"SELECT count(*) FROM {t} WHERE {_q(c)} IS NULL").fetchone()[0] for c in arg}

@@ -22,6 +22,6 @@ async def _bearer_transport(url: str, token: str) -> AsyncIterator[Any]:
 
     # the SDK's own timeouts for its default client: a response stream may stay open for minutes
     timeout = httpx2.Timeout(30.0, read=300.0)
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=timeout) as http:
-        async with streamable_http_client(url, http_client=http) as streams:
-            yield streams
+    async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=timeout) as http,
+                streamable_http_client(url, http_client=http) as streams):
+        yield streams

@@ -20,7 +20,8 @@ from pathlib import Path
 import duckdb
 
 # columns whose values depend on when or how fast a run went, never on what it found
-VOLATILE = re.compile(r"(^|_)(run_id|runs?|created_at|started_at|finished_at|updated_at|ingested_at|at|elapsed(_s|_ms)?|"
+VOLATILE = re.compile(r"(^|_)(run_id|runs?|created_at|started_at|finished_at|updated_at|ingested_at|at|"
+                      r"elapsed(_s|_ms)?|"
                       r"seconds|duration(_s|_ms)?|ms|prefect_flow_run_id|flow_run_id|latency_ms|host|pid|"
                       r"mean_seconds|max_seconds|elapsed_mean|total_seconds|wall_s|when)$|_s$")
 # rows that hold a duration (a metric measured in seconds): compared without them

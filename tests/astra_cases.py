@@ -110,7 +110,8 @@ def domain_output() -> AgentOutput:
     flapping = runbook_section("Session flapping")
     text = f"From noc-runbook.md:\n{section}\n\n{flapping}"
     return AgentOutput(agent="domain", round=1, query="initial", text=text,
-                       findings=[Finding(text="Any firewall that drops TCP port 179 keeps the BGP session from coming up.",
+                       findings=[Finding(text="Any firewall that drops TCP port 179 keeps the BGP session "
+                                              "from coming up.",
                                          aspect="cause")])
 
 

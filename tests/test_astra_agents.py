@@ -188,7 +188,7 @@ def test_llm_log_agent_drops_fabricated_quotes_and_labels(deps):
     from faultline.astra.agents import AgentDeps, make_agent
     from faultline.llm.fake import scripted_model
 
-    real = sorted(l for l in _raw_lines(deps, "sample-history-037") if "invalid Area ID" in l)[0]
+    real = sorted(line for line in _raw_lines(deps, "sample-history-037") if "invalid Area ID" in line)[0]
     reply = json.dumps({"findings": [
         {"text": "OSPF packets carry the wrong area", "aspect": "cause", "quotes": [real]},
         {"text": "the router rebooted", "aspect": "symptom", "quotes": ["2026/11/30 01:15:50 kernel: reboot"]}],
@@ -278,7 +278,7 @@ def test_taxonomy_file_matches_the_fault_catalogue():
     from faultline.nika.labels import catalogue
     from faultline.truth.taxonomy import faults
 
-    assert {n: l.category for n, l in faults().items()} == {i.label: i.category for i in catalogue()}
+    assert {n: fault.category for n, fault in faults().items()} == {i.label: i.category for i in catalogue()}
 
 
 def test_unknown_agent_is_a_user_error(deps):

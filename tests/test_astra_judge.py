@@ -1,4 +1,5 @@
-"""The deterministic judge's consistency checks: a coherent report scores high, a wrong-but-fluent one asks for revision.
+"""The deterministic judge's consistency checks: a coherent report scores high, a wrong-but-fluent one asks
+for revision.
 
 Reports, claims and evidence are built by hand around the real sample incident of `astra_cases`
 (sample-backlog-003: a firewall on router1 drops BGP's TCP 179), plus the benchmark's AUROC.

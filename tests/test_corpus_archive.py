@@ -37,7 +37,8 @@ def _collector_lines(real_start: datetime, tag: str) -> list[tuple[str, str]]:
         ("web", (f"<187>{at(3)} web nginx: {(real_start + timedelta(seconds=3)).strftime('%Y/%m/%d %H:%M:%S')} "
                  f"[error] 9#9: connect() failed {tag}")),
         ("web", (f"<190>{at(4)} web nginx: 10.1.0.10 - - "
-                 f"[{(real_start + timedelta(seconds=4)).strftime('%d/%b/%Y:%H:%M:%S +0000')}] \"GET / HTTP/1.1\" 200 {tag}")),
+                 f"[{(real_start + timedelta(seconds=4)).strftime('%d/%b/%Y:%H:%M:%S +0000')}] "
+                 f"\"GET / HTTP/1.1\" 200 {tag}")),
     ]
 
 

@@ -38,7 +38,8 @@ def test_every_problem_of_a_suite_is_listed_with_its_field_and_fix(tmp_path, run
                    "  - {scenario: simple_bgp, seed: 3, faults: [{label: link_down, target: pc1},"
                    " {label: link_down, target: pc1}]}\n"
                    "  - {scenario: simple_bgp, seed: 4, faults: [{label: link_down, target: pc2}]}\n"
-                   "  - {scenario: rip_small_internet, seed: 5, faults: [{label: web_dos_attack, mechanism: botnet}]}\n")
+                   "  - {scenario: rip_small_internet, seed: 5, faults: [{label: web_dos_attack,"
+                   " mechanism: botnet}]}\n")
     run_cli("corpus", "check", str(bad), "--json", expect_exit=1)
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] is False

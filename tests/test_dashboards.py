@@ -334,7 +334,8 @@ def test_rounds_sade_and_cost_pages_show_the_marts(built, browser, tmp_path) -> 
     assert "Δ first→last" in rounds.locator("table.rounds thead").inner_text()
     sade = _open(browser, site.out_dir, site.out_dir / "sade.html", tmp_path)
     overall = {r.split("\t")[1]: r.split("\t") for r in sade.locator("table.sade.overall tbody tr").all_inner_texts()}
-    assert set(overall) == {"sade", "flat", "verdict"} and overall["sade"][2] == overall["verdict"][2] == str(len(BACKLOG))
+    assert (set(overall) == {"sade", "flat", "verdict"}
+            and overall["sade"][2] == overall["verdict"][2] == str(len(BACKLOG)))
     assert sade.locator("table.sade.family tbody tr", has_text="healthy").count() == 3  # sade, flat, the verdict
     cost = _open(browser, site.out_dir, site.out_dir / "cost.html", tmp_path)
     assert cost.locator("table.cost-analyses tbody tr").count() == 4 * len(BACKLOG)  # astra, sade, flat, verdict

@@ -241,7 +241,8 @@ def test_every_rfc_chunks_without_furniture_and_keeps_its_words(data_dir: Path, 
         for line in c.text.split("\n"):
             assert not _FOOTER.search(line), (path.name, line)
     raw = path.read_text(encoding="utf-8")
-    content = tokens("\n".join(t for t in raw.split("\n") if not _FOOTER.search(t) and not _RFC_HEADER.match(t.strip())))
+    content = tokens("\n".join(t for t in raw.split("\n")
+                               if not _FOOTER.search(t) and not _RFC_HEADER.match(t.strip())))
     missing = content - chunk_tokens(chunks)
     # Tolerated: running headers of old RFCs that do not follow the "RFC nnnn ... Month Year" form.
     assert len(missing) <= 3, sorted(missing)
@@ -252,7 +253,8 @@ def test_every_rfc_chunks_without_furniture_and_keeps_its_words(data_dir: Path, 
     ("rfc2328.txt", "OSPF Version 2", ("1 Introduction", "1.1 Protocol overview")),
     ("rfc791.txt", "INTERNET PROTOCOL", ("3 SPECIFICATION", "3.1 Internet Header Format")),
     ("rfc792.txt", "INTERNET CONTROL MESSAGE PROTOCOL", ("Destination Unreachable Message",)),
-    ("rfc1034.txt", "DOMAIN NAMES - CONCEPTS AND FACILITIES", ("4 NAME SERVERS", "4.3 Name server internals", "4.3.2 Algorithm")),
+    ("rfc1034.txt", "DOMAIN NAMES - CONCEPTS AND FACILITIES",
+     ("4 NAME SERVERS", "4.3 Name server internals", "4.3.2 Algorithm")),
 ])
 def test_rfc_heading_styles(docs: Path, name: str, title: str, section: tuple[str, ...]) -> None:
     chunks = chunk_file(docs / "rfcs" / name)

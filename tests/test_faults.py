@@ -67,7 +67,8 @@ def test_catalogue_covers_nikas_v1_labels_and_the_registry():
     assert all(r.category in CATEGORIES and r.feasible in "RPX" for r in rows)
     assert all(r.status in ("implemented", "planned", "unsupported") for r in rows)
     implemented = {r.label: r for r in rows if r.status == "implemented"}
-    assert set(implemented) == set(faults.fault_labels()) == {label for label, _ in CASES} | OSPF_LABELS | MORE_LABELS | DNS_DHCP_LABELS | CONTENTION_LABELS | WEB_LABELS
+    assert set(implemented) == set(faults.fault_labels()) == (
+        {label for label, _ in CASES} | OSPF_LABELS | MORE_LABELS | DNS_DHCP_LABELS | CONTENTION_LABELS | WEB_LABELS)
     for label, info in implemented.items():
         assert faults.fault_class(label).category == info.category
         # only labels the notes mark reproducible are claimed; a partial one says so in its mechanism

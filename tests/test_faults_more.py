@@ -94,7 +94,8 @@ def test_refusals_name_where_the_label_works():
         faults.inject(offline_state("rip_small_internet"), "bgp_hijacking")
     with pytest.raises(FaultError, match="cannot target 'router2'"):  # router2 is the victim pc2's gateway
         faults.inject(state, "bgp_hijacking", "router2")
-    assert faults.fault_class("mac_address_conflict").where_applicable().startswith("a scenario/size where it applies: ")
+    assert faults.fault_class("mac_address_conflict").where_applicable().startswith(
+        "a scenario/size where it applies: ")
 
 
 def test_new_labels_pick_seeded_targets_and_match_the_catalogue():

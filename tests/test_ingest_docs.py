@@ -25,7 +25,8 @@ def test_frr_docs_errors_and_rfcs_are_chunked_by_section(conn, settings, data_di
     assert len(titles) > 50 and all(t.startswith("BGP") for t in titles)
     # 343 catalogue entries, one of them an exact copy (EC_ZEBRA_NETLINK_LENGTH_ERROR twice upstream)
     assert conn.execute("SELECT count(*) FROM doc_chunks WHERE doc_id = 'docs/frr_errors.jsonl'").fetchone()[0] == 342
-    dup = conn.execute("SELECT expectation, record_no FROM quarantine WHERE source_file LIKE '%frr_errors.jsonl'").fetchall()
+    dup = conn.execute("SELECT expectation, record_no FROM quarantine "
+                       "WHERE source_file LIKE '%frr_errors.jsonl'").fetchall()
     assert dup == [("unique_chunk", 244)]
     assert conn.execute("SELECT max(length(text)) FROM doc_chunks").fetchone()[0] <= settings.doc_chunk_chars
     rfc = conn.execute("SELECT count(*) FROM doc_chunks WHERE doc_id = 'rfcs/rfc4271.txt' "
@@ -42,7 +43,8 @@ def test_changed_doc_replaces_its_chunks(conn, settings, tmp_path):
     assert conn.execute("SELECT count(*) FROM doc_chunks").fetchone()[0] == 2
     doc.write_text("# Runbook\n\n## BGP\n\nCheck the hold timer and the remote AS.\n")
     _ingest(conn, settings, doc)
-    assert conn.execute("SELECT list(text) FROM doc_chunks").fetchone()[0] == ["Check the hold timer and the remote AS."]
+    assert conn.execute("SELECT list(text) FROM doc_chunks").fetchone()[0] == [
+        "Check the hold timer and the remote AS."]
 
 
 def test_bad_catalogue_record_binary_and_latin1_docs(conn, settings, tmp_path):

@@ -17,8 +17,10 @@ def _ingest(conn, settings, *paths, **options):
 def _balanced(conn, report):
     for f in report.files:
         assert f.accepted + f.quarantined == f.records_in, f
-        assert conn.execute("SELECT count(*) FROM log_lines WHERE source_file = ?", [f.path]).fetchone()[0] == f.accepted
-        assert conn.execute("SELECT count(*) FROM quarantine WHERE source_file = ?", [f.path]).fetchone()[0] == f.quarantined
+        assert conn.execute("SELECT count(*) FROM log_lines WHERE source_file = ?",
+                            [f.path]).fetchone()[0] == f.accepted
+        assert conn.execute("SELECT count(*) FROM quarantine WHERE source_file = ?",
+                            [f.path]).fetchone()[0] == f.quarantined
 
 
 @pytest.mark.data
@@ -44,7 +46,8 @@ def test_iosxr_router_logs_keep_every_line_with_file_and_number(conn, settings, 
 
 def test_reingest_is_idempotent_and_a_changed_file_replaces_its_lines(conn, settings, tmp_path):
     log = tmp_path / "r1.log"
-    log.write_text("Jun 14 15:16:01 r1 bgpd[11]: neighbor 10.0.0.2 Down\nJun 14 15:16:02 r1 bgpd[11]: neighbor 10.0.0.2 Up\n")
+    log.write_text("Jun 14 15:16:01 r1 bgpd[11]: neighbor 10.0.0.2 Down\n"
+                   "Jun 14 15:16:02 r1 bgpd[11]: neighbor 10.0.0.2 Up\n")
     _ingest(conn, settings, log)
     again = _ingest(conn, settings, log)
     assert again.files[0].status == "unchanged"

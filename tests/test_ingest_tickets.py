@@ -87,7 +87,8 @@ def test_csv_and_parquet_with_a_mapping_file(conn, settings, tmp_path):
         "  description: Description\n  created_at: Opened\n  components: Categories\n  status: State\n")
     csv_file = tmp_path / "desk.csv"
     csv_file.write_text('Number,Short description,Description,Opened,Categories,State,Assignee\n'
-                        'INC001,VPN down,"Users, many of them, cannot connect",2024-05-01 08:00:00,"vpn; edge",New,ann\n'
+                        'INC001,VPN down,"Users, many of them, cannot connect",2024-05-01 08:00:00,"vpn; edge",'
+                        'New,ann\n'
                         'INC002,Slow DNS,dig takes 5s,05/02/2024 09:30,dns,New,bob\n')
     report = _ingest(conn, settings, csv_file, mapping_file=mapping)
     assert report.totals()["accepted"] == 2, report.files[0]
@@ -160,7 +161,8 @@ def test_empty_and_binary_files(conn, settings, tmp_path):
     by_name = {Path(f.path).name: f for f in report.files}
     assert by_name["empty.jsonl"].status == "ingested" and by_name["empty.jsonl"].records_in == 0
     assert by_name["dump.jsonl"].quarantined == 1 and by_name["dump.jsonl"].accepted == 0
-    reason = conn.execute("SELECT reason FROM quarantine WHERE source_file = ?", [by_name["dump.jsonl"].path]).fetchone()[0]
+    reason = conn.execute("SELECT reason FROM quarantine WHERE source_file = ?",
+                          [by_name["dump.jsonl"].path]).fetchone()[0]
     assert "not a text ticket export" in reason
     _assert_ledger_balanced(conn, report)
 

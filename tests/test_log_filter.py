@@ -77,9 +77,11 @@ def test_levels_on_loghub_lines_parsed_and_unparsed(settings, data_dir, tmp_path
 
 def test_levels_on_written_frr_syslog_and_nginx_logs(settings, tmp_path):
     frr = _levels(settings, _write(tmp_path, "frr.log", [
-        "2024/05/01 10:00:00.123 BGP: [M7Q4P-46WDR] %ADJCHANGE: neighbor 192.0.2.2(Unknown) in vrf default Down Peer closed the session",
+        "2024/05/01 10:00:00.123 BGP: [M7Q4P-46WDR] %ADJCHANGE: neighbor 192.0.2.2(Unknown) in vrf default Down "
+        "Peer closed the session",
         "2024/05/01 10:00:01.001 BGP: [EC 100663299] bgp_process_packet: BGP OPEN receipt failed for peer: 192.0.2.9",
-        "2024/05/01 10:00:02.500 OSPF: [HZKP0-4XQTC] Adjacency change: Nbr 10.0.0.2 on eth1: Full -> Deleted (InactivityTimer)",
+        "2024/05/01 10:00:02.500 OSPF: [HZKP0-4XQTC] Adjacency change: Nbr 10.0.0.2 on eth1: Full -> Deleted "
+        "(InactivityTimer)",
         "2024/05/01 10:00:03.000 ZEBRA: [NSDJ4-DP2D6] client 33 says hello and announces connected routes",
     ]))
     assert _fired(frr, "%ADJCHANGE") == {"L3"}
@@ -103,7 +105,8 @@ def test_levels_on_written_frr_syslog_and_nginx_logs(settings, tmp_path):
     assert "L2" in _fired(syslog, "IllegalStateException")
     assert "L4" in _fired(syslog, "at com.example.pool.Pool.take")
     nginx = _levels(settings, _write(tmp_path, "error.log", [
-        "2024/05/01 10:00:00 [error] 1234#0: *5 connect() failed (111: Connection refused) while connecting to upstream, server: web99.local",
+        "2024/05/01 10:00:00 [error] 1234#0: *5 connect() failed (111: Connection refused) while connecting to "
+        "upstream, server: web99.local",
         "2024/05/01 10:00:01 [notice] 1234#0: signal process started",
         "2024/05/01 10:00:02 [warn] 1234#0: *7 an upstream response is buffered to a temporary file",
     ]), terms=["web99.local"])
@@ -263,7 +266,8 @@ def test_the_cap_is_never_exceeded_and_truncation_is_flagged(settings, tmp_path)
 def test_collapse_folds_masked_info_lines_and_keeps_every_distinct_error_and_warning(settings, tmp_path):
     lines = []
     for i in range(1500):
-        lines.append(f"Jan 12 10:{i // 60 % 60:02d}:{i % 60:02d} ctl1 ha[4]: peer 10.1.{i % 250}.{i % 200} state changed to active seq {i}")
+        lines.append(f"Jan 12 10:{i // 60 % 60:02d}:{i % 60:02d} ctl1 ha[4]: "
+                     f"peer 10.1.{i % 250}.{i % 200} state changed to active seq {i}")
     for i in range(300):
         lines.append(f"<12>Jan 12 11:{i // 60:02d}:{i % 60:02d} ctl1 ha[4]: queue depth {i} above soft limit")
     for i in range(200):
@@ -317,7 +321,8 @@ def test_warehouse_rows_and_parsed_files_give_the_same_excerpt(conn, settings, d
     a = build_excerpt(stored, settings=settings, ticket_text=ticket, incident_id="inc-bgp")
     b = build_excerpt(parsed, settings=settings, ticket_text=ticket, incident_id="inc-bgp")
     key = [(x.source_file, x.line_no, x.levels, x.is_context, x.template_id, x.collapsed_count) for x in a.lines]
-    assert key == [(x.source_file, x.line_no, x.levels, x.is_context, x.template_id, x.collapsed_count) for x in b.lines]
+    assert key == [(x.source_file, x.line_no, x.levels, x.is_context, x.template_id, x.collapsed_count)
+                   for x in b.lines]
 
 
 def test_write_excerpt_round_trip_replaces_the_same_incident_and_round(conn, settings, tmp_path):
@@ -341,7 +346,8 @@ def test_cli_prints_and_stores_the_excerpt(run_cli, settings, tmp_path, capsys):
     run_cli("logs", "excerpt", "--log", str(log), "--ticket", "LLDP errors on sw1", "--similar", "eth1 flapping",
             "--incident", "inc-cli", "--json")
     printed = json.loads(capsys.readouterr().out)
-    assert printed["incident_id"] == "inc-cli" and printed["ticket_terms"] == ["lldp", "errors", "sw1", "eth1", "flapping"]
+    assert (printed["incident_id"] == "inc-cli"
+            and printed["ticket_terms"] == ["lldp", "errors", "sw1", "eth1", "flapping"])
     run_cli("logs", "excerpt", "--log", str(log))
     text = capsys.readouterr().out
     assert text.startswith("# log excerpt: incident ") and "== sw1.log" in text

@@ -219,7 +219,8 @@ def test_write_templates_round_trip_with_line_ids(conn, settings, tmp_path: Path
                                      (2, "Accepted publickey for ops from <IP> port <NUM> ssh<NUM>", 1, 1, None)]
     assert (rows[0][5].minute, rows[0][6].second) == (16, 3)
     assert json.loads(rows[0][7])["sim_th"] == config.sim_th
-    ids = conn.execute("SELECT list(template_id ORDER BY line_no) FROM log_lines WHERE incident_id = 'INC-1'").fetchall()
+    ids = conn.execute("SELECT list(template_id ORDER BY line_no) FROM log_lines "
+                       "WHERE incident_id = 'INC-1'").fetchall()
     assert ids[0][0] == [1, 1, 1, 2]
     # a rerun replaces the rows; lines not mined this time lose their stale id
     first_two = lines.head(2)

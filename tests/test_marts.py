@@ -241,7 +241,8 @@ def test_a_report_without_claims_keeps_its_row_and_no_claim_row(conn) -> None:
     reports = {r["incident_id"]: r for r in _rows(conn, "SELECT * FROM mart_incident_reports")}
     assert {i: (r["claims"], r["verified_claims"], r["causal_claims"]) for i, r in reports.items()} == {
         "q-none": (0, 0, 0), "q-two": (2, 1, 2)}
-    evidence = _rows(conn, "SELECT incident_id, claim_id, evidence_status FROM mart_incident_evidence ORDER BY claim_seq")
+    evidence = _rows(conn, "SELECT incident_id, claim_id, evidence_status FROM mart_incident_evidence "
+                           "ORDER BY claim_seq")
     assert evidence == [{"incident_id": "q-two", "claim_id": "c1", "evidence_status": "VERIFIED"},
                         {"incident_id": "q-two", "claim_id": "c2", "evidence_status": None}]
 
@@ -377,7 +378,8 @@ def _accuracy_rows(conn, method: str, strata: dict) -> None:
     for category, (label, values) in strata.items():
         for i, value in enumerate(values):
             inc = f"{method}-{category}-{i}"
-            conn.execute("INSERT OR REPLACE INTO ground_truth VALUES (?, true, [?], ['r1'], [], [], ?, '', 'test', now())",
+            conn.execute("INSERT OR REPLACE INTO ground_truth "
+                         "VALUES (?, true, [?], ['r1'], [], [], ?, '', 'test', now())",
                          [inc, label, category])
             conn.execute("INSERT INTO evaluations VALUES (?, ?, 'accuracy', ?, NULL, '{}', now())",
                          [inc, method, float(value)])
@@ -392,7 +394,8 @@ def test_fault_stratification_matches_scipy(conn) -> None:
     conn.execute("INSERT INTO ground_truth VALUES ('healthy-1', false, [], [], [], [], NULL, '', 'test', now())")
     conn.execute("INSERT INTO evaluations VALUES ('healthy-1', 'astra', 'accuracy', 5, NULL, '{}', now())")
     refresh_marts(conn)
-    rows = {(r["analyst"], r["grouping"], r["stratum"]): r for r in _rows(conn, "SELECT * FROM mart_fault_stratification")}
+    rows = {(r["analyst"], r["grouping"], r["stratum"]): r
+            for r in _rows(conn, "SELECT * FROM mart_fault_stratification")}
     groups = {c: [float(v) for v in vals] for c, (_, vals) in STRATA.items()}
     h, p = stats.kruskal(*groups.values())
     everything = [v for vals in groups.values() for v in vals]
@@ -432,7 +435,8 @@ def test_refinement_falls_back_to_first_last_when_no_incident_has_every_round(co
         for rnd, (score, label, devices) in rounds.items():
             _astra_round(conn, inc, rnd, label=label, devices=devices, final=rnd == max(rounds))
             for criterion in CRITERIA:
-                conn.execute("INSERT INTO judge_scores VALUES (?, 'deterministic', ?, ?, ?, 'r', 'j', 'v', NULL, now())",
+                conn.execute("INSERT INTO judge_scores "
+                             "VALUES (?, 'deterministic', ?, ?, ?, 'r', 'j', 'v', NULL, now())",
                              [inc, rnd, criterion, score])
     refresh_marts(conn)
     rows = {(r["round"], r["criterion"]): r for r in _rows(conn, "SELECT * FROM mart_refinement_rounds")}
@@ -469,7 +473,8 @@ def test_cost_counts_only_the_stored_runs_llm_calls_and_failures_list_them(conn)
     refresh_marts(conn)
     cost = {r["method"]: r for r in _rows(conn, "SELECT * FROM mart_cost")}
     astra = cost["astra:llm:fake/m1"]
-    assert (astra["llm_calls"], astra["llm_errors"], astra["prompt_tokens"], astra["completion_tokens"]) == (3, 1, 150, 30)
+    assert (astra["llm_calls"], astra["llm_errors"], astra["prompt_tokens"],
+            astra["completion_tokens"]) == (3, 1, 150, 30)
     assert astra["llm_s"] == pytest.approx(1.7) and astra["analysis_s"] == pytest.approx(4.0) and astra["rounds"] == 2
     sade = cost["sade"]
     assert (sade["llm_calls"], sade["total_tokens"], sade["probe_calls"], sade["driver"]) == (1, 35, 9, "llm:fake/m1")
@@ -510,7 +515,8 @@ def test_failed_data_tests_are_returned_and_dependencies_run_first(conn, tmp_pat
     folder = tmp_path / "marts"
     _mart(folder, "mart_z_base", "SELECT * FROM (VALUES (1, 'a'), (1, 'b'), (NULL, 'zz')) t(x, y)",
           {"x": "number", "y": "letter"},
-          tests=[{"unique": ["x"]}, {"not_null": ["x", "y"]}, {"accepted_values": {"column": "y", "values": ["a", "b"]}},
+          tests=[{"unique": ["x"]}, {"not_null": ["x", "y"]},
+                 {"accepted_values": {"column": "y", "values": ["a", "b"]}},
                  {"accepted_range": {"column": "x", "min": 0, "max": 0}}])
     _mart(folder, "mart_a_top", "-- reads the other mart\nSELECT count(*) AS n FROM mart_z_base;",
           {"n": "rows", "gone": "a documented column the table lacks"}, depends_on=["mart_z_base"])
@@ -519,7 +525,8 @@ def test_failed_data_tests_are_returned_and_dependencies_run_first(conn, tmp_pat
     assert results["mart_a_top"].rows == 1
     failed = {f.test.split(":")[0]: f.message for f in results["mart_z_base"].failed_tests}
     assert set(failed) == {"unique", "not_null", "accepted_values", "accepted_range"}
-    assert "'x': 1" in failed["not_null"] and "zz" in failed["accepted_values"] and "2 row(s)" in failed["accepted_range"]
+    assert ("'x': 1" in failed["not_null"] and "zz" in failed["accepted_values"]
+            and "2 row(s)" in failed["accepted_range"])
     assert [f.test for f in results["mart_a_top"].failed_tests] == ["columns"]
     assert "gone" in results["mart_a_top"].failed_tests[0].message
 
@@ -564,7 +571,8 @@ def test_refinement_pairs_the_incidents_with_every_round_and_leaves_the_others_o
     assert rows[(2, "judge_mean")]["round_label"] == "R2" and rows[(2, "judge_mean")]["mean_score"] == 3.5
     summary = {r["criterion"]: r for r in _rows(conn, "SELECT * FROM mart_refinement_summary")}["focus"]
     assert (summary["n_incidents"], summary["n_single_round"]) == (3, 0)  # first -> last includes p-short
-    assert summary["delta_first_last"] == pytest.approx((3 - 1 + 4) / 3) and summary["share_improved"] == pytest.approx(2 / 3)
+    assert (summary["delta_first_last"] == pytest.approx((3 - 1 + 4) / 3)
+            and summary["share_improved"] == pytest.approx(2 / 3))
 
 
 def _contents(conn) -> dict[str, list[tuple]]:
@@ -595,7 +603,8 @@ def test_a_night_refreshes_only_the_incidents_it_wrote_and_equals_a_full_rebuild
     rounds = "SELECT max(final_round) FROM mart_incident_reports WHERE incident_id = ?"
     assert conn.execute(rounds, [redone]).fetchone()[0] > 1
     evaluate_incidents(conn, settings, [redone], max_rounds=1)  # tonight: one incident analysed again, one round
-    diag = conn.execute("SELECT count(*) FROM sade_steps WHERE incident_id = ? AND method = 'sade'", [cut]).fetchone()[0]
+    diag = conn.execute("SELECT count(*) FROM sade_steps WHERE incident_id = ? AND method = 'sade'",
+                        [cut]).fetchone()[0]
     assert diag > 2
     stored = Diagnosis(incident_id=cut, method="sade", policy="deterministic", backend="snapshot", submission=None,
                        steps=[], flags=[], probe_calls=0, tool_calls=0, elapsed_s=0.1, status="error",

@@ -134,7 +134,8 @@ def test_a_runs_server_stops_when_the_process_that_started_it_is_killed(docs_ind
     script = ("import sys, time\n"
               "from faultline.config import Settings\n"
               "from faultline.nightly.docs_service import shared_docs_server\n"
-              f"settings = Settings(duckdb_path={str(docs_index.duckdb_path)!r}, lancedb_dir={str(docs_index.lancedb_dir)!r})\n"
+              f"settings = Settings(duckdb_path={str(docs_index.duckdb_path)!r}, "
+              f"lancedb_dir={str(docs_index.lancedb_dir)!r})\n"
               "with shared_docs_server(settings) as shared:\n"
               "    print(shared.docs_mcp_url, flush=True)\n"
               "    time.sleep(600)\n")

@@ -30,7 +30,8 @@ from tests.labfixtures import (
 LAB_DIR = lab_dir("scenarios")
 NEW = ("ospf_enterprise_static", "rip_small_internet", "dc_clos_bgp", "dc_clos_service", "ospf_enterprise_dhcp")
 
-# (routers, end hosts, switches) per size, from docs/lab.md#scenarios (NIKA's totals: docs/nika.md#v1-scenario-ids) (rip: NIKA's counts minus the VPN server)
+# (routers, end hosts, switches) per size, from docs/lab.md#scenarios (NIKA's totals: docs/nika.md#v1-scenario-ids)
+# (rip: NIKA's counts minus the VPN server)
 COUNTS = {
     "ospf_enterprise_static": {"s": (6, 7, 2), "m": (8, 21, 8), "l": (12, 133, 32)},  # 15 / 37 / 177
     "rip_small_internet": {"s": (4, 4, 0), "m": (7, 12, 0), "l": (13, 40, 0)},  # 8 / 19 / 53
@@ -204,7 +205,8 @@ def _up_healthy_down(scenario: str, settings, daemons: set[str], check=None):
     return state
 
 
-SERVICES = {"dc_clos_service": {"dnsmasq", "nginx"}, "rip_small_internet": {"nginx"}, "ospf_enterprise_static": {"dnsmasq", "nginx"},
+SERVICES = {"dc_clos_service": {"dnsmasq", "nginx"}, "rip_small_internet": {"nginx"},
+            "ospf_enterprise_static": {"dnsmasq", "nginx"},
             "ospf_enterprise_dhcp": {"dnsmasq", "nginx", "udhcpc"}}
 
 

@@ -101,7 +101,8 @@ def test_an_iosxr_hold_time_expiry_alone_is_seen_but_never_the_answer():
 
 
 def test_an_opening_error_notification_is_not_a_session_reset():
-    lines = [FRR_NOTE + "%NOTIFICATION: received from neighbor 10.0.0.1 2/2 (OPEN Message Error/Bad Peer AS) 2 bytes 5b a0"]
+    lines = [FRR_NOTE + "%NOTIFICATION: received from neighbor 10.0.0.1 2/2 (OPEN Message Error/Bad Peer AS) "
+                        "2 bytes 5b a0"]
     named, scores = _named(lines)
     assert named == "bgp_asn_misconfig" and not any(n.startswith("bgp_reset_") for n in scores)
 
@@ -162,7 +163,8 @@ def test_an_interface_going_down_and_up_four_times_in_a_minute_flaps():
 
 
 def test_one_outage_or_slow_changes_are_not_a_flap():
-    xr = "LC/0/1/CPU0:Sep 19 {t} : ifmgr[120]: %PKT_INFRA-LINK-3-UPDOWN : Interface HundredGigE0/1/0/35, changed state to {s}"
+    xr = ("LC/0/1/CPU0:Sep 19 {t} : ifmgr[120]: %PKT_INFRA-LINK-3-UPDOWN : Interface HundredGigE0/1/0/35, "
+          "changed state to {s}")
     once = [Line(xr.format(t="16:52:12.382", s="Down")), Line(xr.format(t="16:55:43.150", s="Up"))]
     slow = [Line(xr.format(t=f"1{h}:00:00.000", s=s)) for h, s in enumerate(["Down", "Up", "Down", "Up"])]
     fast = [Line(xr.format(t=f"16:52:{10 + 5 * n}.000", s=s)) for n, s in enumerate(["Down", "Up", "Down", "Up"])]
@@ -185,7 +187,8 @@ def test_the_log_pipeline_fires_the_flap_rule_on_an_incident(tmp_path):
 
     folder = tmp_path / "logs" / "leaf4"
     folder.mkdir(parents=True)
-    xr = "RP/0/RP0/CPU0:Sep 19 16:52:{s:02d}.307 : ifmgr[219]: %PKT_INFRA-LINK-3-UPDOWN : Interface {i}, changed state to {st}"
+    xr = ("RP/0/RP0/CPU0:Sep 19 16:52:{s:02d}.307 : ifmgr[219]: %PKT_INFRA-LINK-3-UPDOWN : Interface {i}, "
+          "changed state to {st}")
     lines = [xr.format(s=10 + 4 * n, i="HundredGigE0/0/0/26", st=st) for n, st in enumerate(["Down", "Up"] * 3)]
     lines.append(xr.format(s=40, i="HundredGigE0/0/0/27", st="Down"))
     (folder / "syslog.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -244,7 +247,8 @@ def test_every_cleared_device_names_the_operator_clear_and_its_peers_the_notific
         # cascade a few seconds after end (spine3 at 20:43:04 for an end of 20:43)
         start = datetime.fromisoformat(event["start"]).replace(tzinfo=None) - timedelta(seconds=60)
         end = datetime.fromisoformat(event["end"]).replace(tzinfo=None) + timedelta(seconds=60)
-        window = {d: [t for ts, t in lines if start <= ts <= end] for d, lines in by_scenario[event["scenario"]].items()}
+        window = {d: [t for ts, t in lines if start <= ts <= end]
+                  for d, lines in by_scenario[event["scenario"]].items()}
         scores, _ = match_lines(window[event["device"]])
         assert best_label(scores) == event_for_type(event["event_type"]).label == "bgp_reset_operator_clear", \
             event["event_id"]
@@ -277,7 +281,8 @@ def test_every_event_signal_checked_against_the_real_iosxr_lines(data_dir):
                 scores = match_lines(fired)[0]
                 assert (best_label(scores) or max(scores, key=scores.get)) == label
     assert named["optics_loss_of_signal"] == {"dr01", "dr02", "leaf4", "leaf8"}  # dr03's links went dark at 16:52
-    assert named["interface_admin_down"] == {"dr02", "dr03"}  # MgmtEth0/RP1/CPU0/0, changed state to Administratively Down
+    # MgmtEth0/RP1/CPU0/0, changed state to Administratively Down
+    assert named["interface_admin_down"] == {"dr02", "dr03"}
     assert named["bgp_reset_hold_timer_expired"] == {"dr01", "dr02", "leaf4", "leaf8"}
     # every interface there went down once and came back minutes later: no flap
     assert _flap_runs([Line(t, device=d) for d, texts in lines.items() for t in texts]) == []

@@ -80,7 +80,7 @@ CPU_TWO_SAMPLES = """\
 /proc/stat:procs_running 3
 /proc/7586/stat:7586 (sha256sum) R 7585 7581 32196 0 -1 4194304 156 0 1 0 157 0 0 0 20 0 1 0 5720788 3010560 432 18446744073709551615 94092771094528 94092771129705 140721995804688 0 0 0 0 6 0 0 0 0 17 0 0 0 0 0 0 94092771146704 94092771148384 94092820848640 140721995811539 140721995811559 140721995811559 140721995812837 0
 /proc/7587/stat:7587 (sleep) S 7585 7581 32196 0 -1 4194304 145 0 0 0 0 0 0 0 20 0 1 0 5720788 2990080 378 18446744073709551615 94183515254784 94183515272713 140731670687872 0 0 0 0 6 0 1 0 0 17 0 0 0 0 0 0 94183515286800 94183515288064 94183733477376 140731670690534 140731670690543 140731670690543 140731670691817 0
-"""  # recorded on this machine: sha256sum busy (60 % while the tests ran), sleep idle
+"""  # noqa: E501 - kept verbatim; recorded on this machine: sha256sum busy (60 % while the tests ran), sleep idle
 
 
 def test_parse_cpu_usage_from_two_samples_of_proc():
@@ -119,7 +119,8 @@ def test_parse_vtysh_bgp_ospf_and_daemon_down():
         ("10.9.0.1", "Established", 4), ("10.9.0.5", "Idle", None)]
     rec = ps.parse_vtysh("r", "show ip ospf neighbor json", json.dumps(OSPF_NEIGHBORS))
     nbr = rec.ospf_neighbors[0]
-    assert (nbr.neighbor_id, nbr.state, nbr.address, nbr.interface) == ("10.255.0.2", "Full/-", "10.0.0.2", "eth1:10.0.0.1")
+    assert (nbr.neighbor_id, nbr.state, nbr.address, nbr.interface) == ("10.255.0.2", "Full/-", "10.0.0.2",
+                                                                        "eth1:10.0.0.1")
     rec = ps.parse_vtysh("r", "show ip ospf neighbor json", "ospfd is not running\n", exit_code=0)
     assert rec.daemon_down and rec.error == "ospfd is not running" and rec.data is None
 
@@ -130,7 +131,8 @@ def test_parse_nft_iptables_ss_ps():
     rule = rules.rules[0]
     assert (rule.matches, rule.verdict, rule.packets) == (["tcp dport == 179"], "drop", 12)
     ipt = ps.parse_iptables("r", "filter", "-P INPUT DROP\n-P FORWARD ACCEPT\n-A INPUT -p tcp --dport 80 -j DROP\n")
-    assert ipt.policies == {"INPUT": "DROP", "FORWARD": "ACCEPT"} and ipt.rules == ["-A INPUT -p tcp --dport 80 -j DROP"]
+    assert (ipt.policies == {"INPUT": "DROP", "FORWARD": "ACCEPT"}
+            and ipt.rules == ["-A INPUT -p tcp --dport 80 -j DROP"])
     ss = ps.parse_ss("b", 'tcp LISTEN 0 5 10.0.2.2:8080 0.0.0.0:* users:(("python3",pid=42,fd=3))\n')
     assert ss.sockets[0].local == "10.0.2.2:8080" and "python3" in ss.sockets[0].process
     procs = ps.parse_ps("b", "  42     1 root      0.5  1.2 nginx    nginx: master process nginx -c x\n")
@@ -145,7 +147,8 @@ def test_parse_dig_and_curl():
     assert rec.status == "timeout" and rec.answers == []
     rec = ps.parse_curl("a", "http://x/", "FLHTTP 200 0.000010 0.000300 0.001000 0.001200 10.0.2.2 0 \n")
     assert (rec.status, rec.http_code, rec.time_connect_s, rec.remote_ip) == ("ok", 200, 0.0003, "10.0.2.2")
-    rec = ps.parse_curl("a", "http://x/", "FLHTTP 000 0 0 0 3.0 10.0.2.2 7 Failed to connect to x port 80\n", exit_code=7)
+    rec = ps.parse_curl("a", "http://x/", "FLHTTP 000 0 0 0 3.0 10.0.2.2 7 Failed to connect to x port 80\n",
+                        exit_code=7)
     assert rec.status == "refused" and rec.error.startswith("Failed to connect")
 
 

@@ -120,7 +120,8 @@ def test_resync_refreshes_the_index_and_retrains_when_the_table_doubled(conn, lo
     [index] = _vector_indexes(low)
     table = open_lancedb(low).open_table(TABLE_NAMES["tickets"])
     assert ann.trained_rows(index.name) == 260  # kept, and the new rows were added to it
-    assert (table.index_stats(index.name).num_indexed_rows, table.index_stats(index.name).num_unindexed_rows) == (300, 0)
+    assert (table.index_stats(index.name).num_indexed_rows,
+            table.index_stats(index.name).num_unindexed_rows) == (300, 0)
     _insert(conn, _tickets(220, first=300))
     sync_index(conn, low, "tickets", embedder)
     [index] = _vector_indexes(low)

@@ -51,7 +51,8 @@ def test_sibling_label_gets_no_rca_credit():
 def test_duplicates_are_ignored():
     s = score_incident(truth(["r1"], ["bgp_acl_block"], [("node/r1", "bgp_acl_block")]),
                        v1(["r1", "r1", "r1"], ["bgp_acl_block", "bgp_acl_block"]),
-                       SubmissionV2(is_anomaly=True, root_causes=[RootCause(resource_id="node/r1", fault_type="bgp_acl_block")] * 3),
+                       SubmissionV2(is_anomaly=True,
+                                    root_causes=[RootCause(resource_id="node/r1", fault_type="bgp_acl_block")] * 3),
                        method="sade")
     assert s.localization.precision == 1.0 and s.rca.precision == 1.0 and s.v2_joint.f1 == 1.0
 

@@ -26,7 +26,7 @@ def test_every_supported_label_is_owned_by_exactly_one_skill() -> None:
     assert set(owners) == _implemented()
     assert {label: fams for label, fams in owners.items() if len(fams) != 1} == {}
     # the catalogue's `skill` column (what ASTRA, the marts and the nightly read) names the same owner
-    assert {info.label: info.skill for info in catalogue() if info.skill} == {l: f[0] for l, f in owners.items()}
+    assert {info.label: info.skill for info in catalogue() if info.skill} == {name: f[0] for name, f in owners.items()}
 
 
 def test_every_skill_has_the_sections_a_person_and_a_model_need() -> None:

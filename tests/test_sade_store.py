@@ -23,7 +23,8 @@ def _diagnosis(incident="inc-1", *, steps=3, flags=2, label="bgp_acl_block", dev
         families=["acl"], fingerprints=["acl/bgp_port_drop"], summary="nft drops tcp/179 on r1")
     return Diagnosis(
         incident_id=incident, method="sade", policy="deterministic", backend="snapshot", submission=sub,
-        steps=[Step(seq=i, phase="B", tool="nft_ruleset", args={"dev": device}, flags=["nft_drop_rule"] if i == 0 else [],
+        steps=[Step(seq=i, phase="B", tool="nft_ruleset", args={"dev": device},
+                    flags=["nft_drop_rule"] if i == 0 else [],
                     probe_calls=1, elapsed_ms=1.5) for i in range(steps)],
         flags=[Flag(scan="acl_sweep", phase="B", device=device, kind="nft_drop_rule", evidence="tcp dport 179 drop",
                     family="acl", attrs={"port": 179}) for _ in range(flags)],

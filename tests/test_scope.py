@@ -60,7 +60,8 @@ def test_devices_are_found_by_loose_names_addresses_dns_names_and_interfaces():
 
 
 def test_a_role_word_names_the_family():
-    devices = {f"spine{n}": Candidate(f"spine{n}") for n in range(1, 4)} | {"leaf1": Candidate("leaf1"), "leaf2": Candidate("leaf2")}
+    devices = ({f"spine{n}": Candidate(f"spine{n}") for n in range(1, 4)}
+               | {"leaf1": Candidate("leaf1"), "leaf2": Candidate("leaf2")})
     mentions, _ = resolve_mentions("BGP flaps on the spines", "", devices)
     assert {m.device for m in mentions} == {"spine1", "spine2", "spine3"}
 
@@ -91,7 +92,8 @@ def archive_conn(tmp_path):
         "r1": [bgp("r1", f"10:{m:02d}:00", "10.0.0.1", s) for m, s in ((10, "Down"), (12, "Up"), (30, "Down"))],
         "r2": [bgp("r2", f"10:{m:02d}:00", "10.0.0.0", s) for m, s in ((10, "Down"), (12, "Up"), (30, "Down"))]
         + [bgp("r2", f"10:{m:02d}:01", "10.0.1.1", s) for m, s in ((14, "Down"), (16, "Up"), (40, "Down"))],
-        "r3": [bgp("r3", f"10:{m:02d}:01", "10.0.1.0", s, shift=7) for m, s in ((14, "Down"), (16, "Up"), (40, "Down"))],
+        "r3": [bgp("r3", f"10:{m:02d}:01", "10.0.1.0", s, shift=7)
+               for m, s in ((14, "Down"), (16, "Up"), (40, "Down"))],
         "r4": [f"{_iso('10:20:00')} r4 sshd[1]: session opened"],
     }
     _archive(tmp_path / "archive", lines)
@@ -181,7 +183,8 @@ def test_iosxr_archive_scope_finds_leaf4s_utc_clock_and_the_cleared_device(iosxr
     by_device = {e.device: e for e in scope.entries if e.device}
     assert by_device["leaf4"].clock_offset_s == 7 * 3600
     assert by_device["spine2"].kind == "neighbour"
-    cleared = conn.execute("SELECT count(*) FROM log_lines WHERE device = 'spine2' AND raw LIKE '%User clear requested%' "
+    cleared = conn.execute("SELECT count(*) FROM log_lines WHERE device = 'spine2' "
+                           "AND raw LIKE '%User clear requested%' "
                            "AND ts BETWEEN '2017-08-04 10:15:00' AND '2017-08-04 10:45:00'").fetchone()[0]
     assert cleared and by_device["spine2"].lines_in_scope >= cleared
 

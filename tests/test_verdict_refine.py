@@ -2,9 +2,9 @@
 
 Everything runs on recorded lab snapshots of the sample backlog (no root, no lab) and a real DuckDB warehouse:
 sample-backlog-044 has two faults (host_missing_ip on pc_0_0 and bgp_acl_block on leaf_0_1, whose BGP sessions
-the other leaf's routes do not need); the network diagnosis names the first, the routers' logs the second. sample-backlog-043 (link_down and
-dns_service_down) is the cross-check's own case. sample-backlog-014's logs read dns_service_down where the
-network shows a wrong DNS record.
+the other leaf's routes do not need); the network diagnosis names the first, the routers' logs the second.
+sample-backlog-043 (link_down and dns_service_down) is the cross-check's own case. sample-backlog-014's logs
+read dns_service_down where the network shows a wrong DNS record.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import duckdb
 import pytest
 
 from faultline import db
@@ -61,7 +62,7 @@ def test_failed_migration_leaves_nothing_half_applied(tmp_path):
     (folder / "0001_ok.sql").write_text("CREATE TABLE a (x INTEGER);")
     (folder / "0002_bad.sql").write_text("CREATE TABLE b (x INTEGER); CREATE TABLE broken (;")
     conn = db.connect(":memory:", auto_migrate=False)
-    with pytest.raises(Exception):
+    with pytest.raises(duckdb.ParserException):
         db.migrate(conn, folder)
     tables = {r[0] for r in conn.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     assert "a" in tables and "b" not in tables

@@ -123,7 +123,8 @@ def _damaged_night(place: _Place) -> tuple[int, list[tuple], dict[tuple[str, str
 def _failure_row(place: _Place, incident: str, label: str, expected: str) -> Trial:
     code, failures, ledger = _damaged_night(place)
     ours = [f for f in failures if f[0] == incident and f[1] == "sade" and expected in f[2]]
-    goes_on = all(ledger.get((GOOD, m)) == "done" for m in ("astra", "sade")) and ledger.get((incident, "astra")) == "done"
+    goes_on = (all(ledger.get((GOOD, m)) == "done" for m in ("astra", "sade"))
+               and ledger.get((incident, "astra")) == "done")
     if code != 0 or not ours or not goes_on:
         return Trial(False, f"nightly exit {code}; failures {[(f[0], f[1], f[2][:120]) for f in failures]}; "
                      f"ledger {ledger}", f"a {label} must be that incident's failure row while the batch goes on")

@@ -39,14 +39,18 @@ _TAG_PREFIX = re.compile(r"^\s*\[(CAUSAL|SYMPTOMATIC)\]\s*", re.IGNORECASE)
 _MIN_WORDS = 4
 
 # sources the analysis reads: a "nothing found" statement is about them, not about the network
-_SOURCE = r"(?:logs?|log lines?|lines|tickets?|history|documentation|docs|sections?|runbook|labels?|taxonomy|excerpt|scope)"
+_SOURCE = (r"(?:logs?|log lines?|lines|tickets?|history|documentation|docs|sections?|runbook|labels?|taxonomy"
+           r"|excerpt|scope)")
 _NOTHING_FOUND = re.compile(
-    r"(?i)\bsays? nothing\b|\bnothing (?:was |were )?(?:found|matched|matches|named)\b|\b(?:found|matched|showed) nothing\b"
+    r"(?i)\bsays? nothing\b|\bnothing (?:was |were )?(?:found|matched|matches|named)\b"
+    r"|\b(?:found|matched|showed) nothing\b"
     r"|\b(?:match(?:es|ed)?|names?|named) no (?:fault |taxonomy )?(?:label|category|ticket|section)\b"
     r"|\bno (?:fault |taxonomy )?label (?:is |was )?(?:named|of the taxonomy|from the taxonomy)\b"
     r"|\bdo(?:es)? not agree\b|\bno agreement\b"
-    r"|\bhas no (?:section|ticket|log|match|entry)|\bno resolution recorded\b|\bno (?:device )?logs? (?:were|was) ingested\b"
-    rf"|^(?:there (?:are|were|is|was) )?(?:no|none of|nothing)\b(?=.*\b{_SOURCE}\b)(?=.*\b(?:found|ingested|matched|matching"
+    r"|\bhas no (?:section|ticket|log|match|entry)|\bno resolution recorded\b"
+    r"|\bno (?:device )?logs? (?:were|was) ingested\b"
+    rf"|^(?:there (?:are|were|is|was) )?(?:no|none of|nothing)\b(?=.*\b{_SOURCE}\b)"
+    r"(?=.*\b(?:found|ingested|matched|matching"
     r"|available|returned|retrieved|recorded|in (?:this|the) incident's scope|similar enough)\b)")
 _SUMMARY = re.compile(r"(?i)^log analysis\b.*\blog lines from\b|\b\d+ log lines from \d+ sources?\b"
                       r"|\bthe filter kept \d+ lines\b|^\d+ similar resolved tickets?\b|^documentation consulted\b")

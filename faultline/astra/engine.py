@@ -153,7 +153,8 @@ def append_answer(output: AgentOutput, answer: AgentOutput, query: str) -> Agent
 def analyse(incident: Incident, *, settings: Settings, conn: duckdb.DuckDBPyConnection,
             analyst: str = "deterministic", max_rounds: int = MAX_ROUNDS, run_id: str | None = None,
             agents: Agents | None = None, docs: Any = None) -> AstraResult:
-    """Run ASTRA on one incident and return every output, claim, piece of evidence and round (docs/astra.md#one-incident-end-to-end).
+    """Run ASTRA on one incident and return every output, claim, piece of evidence and round
+    (docs/astra.md#one-incident-end-to-end).
 
     `agents` defaults to the project's agents and schedule (`default_agents`), which read the documentation
     through `docs` (a `DocsClient`; None: the domain agent opens a session per question); tests pass their own.

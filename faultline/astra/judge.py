@@ -90,7 +90,8 @@ def root_cause(report: Report, claims: list[Claim], evidence: list[Evidence]) ->
     ok = {e.claim_id for e in evidence if str(e.status) == "VERIFIED"}
     devices = {d.lower() for d in report.devices}
     words_of_label = _label_words(report.label or report.category)
-    support = [c for c in claims if c.tag == "CAUSAL" and c.claim_id in ok and c.agent not in consistency.REFERENCE_AGENTS]
+    support = [c for c in claims
+               if c.tag == "CAUSAL" and c.claim_id in ok and c.agent not in consistency.REFERENCE_AGENTS]
     linked = [c for c in support if set(lexical.words(c.text)) & devices or _mentions(c.text, words_of_label)]
     device_linked = [c for c in support if set(lexical.words(c.text)) & devices]
     named = report.label or report.category
@@ -125,7 +126,8 @@ def resolution(report: Report) -> tuple[int, str]:
 
 
 def coverage(report: Report, found: Consistency | None = None) -> tuple[int, str]:
-    """coverage: symptom, evidence, root cause, fix + verification, each present and consistent (docs/astra.md#the-judge)."""
+    """coverage: symptom, evidence, root cause, fix + verification, each present and consistent
+    (docs/astra.md#the-judge)."""
     present = {
         "symptom": bool(report.symptom.strip()),
         "evidence": any(not s.startswith(HEDGE) for s in report.evidence) and not (found and found.evidence_off),

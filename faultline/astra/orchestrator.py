@@ -59,7 +59,8 @@ def _targets(report: Report, claims: list[Claim]) -> list[str]:
 def _root_cause(report: Report, incident: Incident, claims: list[Claim]) -> Iterator[Candidate]:
     subject = _subject(report, incident)
     for device in _targets(report, claims) or ["the affected devices"]:
-        yield "log", f"Which log lines on {device} show what triggered the fault (errors, drops, state changes, sessions going down)?"
+        yield "log", (f"Which log lines on {device} show what triggered the fault "
+                      f"(errors, drops, state changes, sessions going down)?")
     yield "domain", f"What mechanism causes {subject}, and which component or setting is responsible?"
     yield "similarity", f"Which resolved tickets confirm {subject} as the root cause, and what did they find?"
     for device in _targets(report, claims):
@@ -175,4 +176,5 @@ def plan_llm(incident: Incident, report: Report, scores: list[JudgeScore], asked
     fallback = min(scores, key=lambda s: s.score).criterion
     streams = [(q.purpose if q.purpose in low else fallback, iter([(q.agent_name, q.query)]))
                for q in plan.agent_queries]
-    return _round_robin(incident.incident_id, report.round, streams, {query_key(q.agent, q.query) for q in asked_queries})
+    return _round_robin(incident.incident_id, report.round, streams,
+                        {query_key(q.agent, q.query) for q in asked_queries})

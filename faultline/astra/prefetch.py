@@ -87,7 +87,8 @@ def _load_candidates(conn: duckdb.DuckDBPyConnection, ids: list[str], hybrid: di
             continue  # the index may lag the warehouse: re-check eligibility on the warehouse's own rows
         found[ticket_id] = Candidate(ticket_id=ticket_id, title=title, description=description,
                                      resolution_note=note, components=list(components),
-                                     resolved_at=resolved_utc.isoformat() if resolved_utc else None, comments=list(comments),
+                                     resolved_at=resolved_utc.isoformat() if resolved_utc else None,
+                                     comments=list(comments),
                                      hybrid_score=hybrid.get(ticket_id, 0.0),
                                      hybrid_rank=(ranks or {}).get(ticket_id, 0))
     return [found[i] for i in ids if i in found]

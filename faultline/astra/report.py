@@ -38,7 +38,8 @@ _TIER = {"VERIFIED": 0, "REFERENCE": 1}  # then UNVERIFIED (or no evidence)
 _DOC_SECTION = re.compile(r"^(?P<title>[^:]+? > [^:]+?):\s+(?P<body>\S.*)$", re.DOTALL)
 _TICKET_LEAD = re.compile(r"^(?i:in\s+(?:a\s+)?(?:(?:similar|resolved)\s+)*(?:ticket\s+)?)?(?P<id>[A-Z][A-Z0-9]*-\d+)\b"
                           r"\s*(?P<sep>[:,]?)\s*(?P<rest>.*)$", re.DOTALL)
-_ALREADY_REFERENCE = re.compile(r"(?i)^(?:the (?:runbook|documentation|docs)\b|(?:the )?similar (?:resolved )?tickets?\b)")
+_ALREADY_REFERENCE = re.compile(r"(?i)^(?:the (?:runbook|documentation|docs)\b"
+                                r"|(?:the )?similar (?:resolved )?tickets?\b)")
 
 
 def _sentence(text: str) -> str:

@@ -107,7 +107,8 @@ def save_result(conn: duckdb.DuckDBPyConnection, result: AstraResult, *, run_id:
         raise
 
 
-def load_result(conn: duckdb.DuckDBPyConnection, incident_id: str, analyst: str = "deterministic") -> AstraResult | None:
+def load_result(conn: duckdb.DuckDBPyConnection, incident_id: str,
+                analyst: str = "deterministic") -> AstraResult | None:
     """The stored analysis of `incident_id` by `analyst`, or None when there is none."""
     key = [incident_id, analyst]
     rows = conn.execute(SELECT_ROUNDS_SQL, key).fetchall()

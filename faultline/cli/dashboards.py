@@ -18,7 +18,7 @@ def build_command(
     refresh: bool = typer.Option(True, "--refresh/--no-refresh",
                                  help="Refresh the marts first (default), or build from the marts as they are."),
 ) -> None:
-    """Build the site (overview, incidents, stratification, rounds, SADE, cost, a page per incident); print index.html."""
+    """Build the site (overview, incidents, stratification, rounds, SADE, cost, a page per incident); print index.html."""  # noqa: E501 - typer's help text; a wrapped docstring shows wrapped in the command list
     from dashboards import build_dashboards
     from faultline import db
     from faultline.marts import refresh_marts

@@ -51,5 +51,6 @@ def print_table(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, title:
 
 
 def _short(value: Any) -> str:
-    text = value if isinstance(value, str) else str(_jsonable(value) if not isinstance(value, (int, float, list, dict, bool)) else value)
+    text = value if isinstance(value, str) else str(_jsonable(value)
+                                                    if not isinstance(value, (int, float, list, dict, bool)) else value)
     return text if len(text) <= 120 else text[:117] + "..."

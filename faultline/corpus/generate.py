@@ -114,7 +114,7 @@ def generate_incident(spec: IncidentSpec, incident_id: str, out: Path, settings:
         result.status, result.reason = "invalid", f"fault did not verify: {exc.message}"
     except FaultlineError as exc:
         result.status, result.reason = "invalid", f"{exc.message}" + (f" (fix: {exc.fix})" if exc.fix else "")
-    except Exception as exc:  # one failed incident never sinks the suite
+    except Exception as exc:  # noqa: BLE001 - one failed incident never sinks the suite
         result.status = "invalid"
         result.reason = f"{type(exc).__name__}: {exc}; {traceback.format_exc(limit=3).strip().splitlines()[-1]}"
     finally:

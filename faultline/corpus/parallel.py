@@ -19,10 +19,10 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, TypeVar
 
+from faultline.config import Settings
+
 T = TypeVar("T", bound=tuple)
 R = TypeVar("R")
-
-from faultline.config import Settings
 
 MAX_RESTARTS = 2  # per worker: a worker that keeps dying is retired, its slot's incidents go to the others
 STOP_GRACE_S = 60.0  # how long a stopped worker may take to bring its lab down before it is killed

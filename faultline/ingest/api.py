@@ -257,7 +257,7 @@ def ingest_one(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, p
     """`ingest_file`, with any failure recorded in `run_failures` and returned as a failed report."""
     try:
         return ingest_file(conn, settings, kind, path, run_id=run_id, force=force, **options)
-    except Exception as exc:  # a failed file is a row, the batch goes on
+    except Exception as exc:  # noqa: BLE001 - a failed file is a row, the batch goes on
         record_failure(conn, run_id=run_id, stage=f"ingest_{kind}", subject=str(path), exc=exc)
         message = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
         return FileReport(str(path.resolve()), kind, "failed", error=message)

@@ -79,7 +79,8 @@ def prepare_docs(raw: RawFile, source_file: str, settings: Settings) -> Prepared
             "format": fmt, "title": c.title, "section_path": list(c.section_path), "ordinal": c.ordinal,
             "start_line": c.start_line, "text": c.text, "ingested_at": now,
         })
-    messages = [f"format: {fmt}, {len(rows)} chunk(s)"] if rows or rejects else [f"{raw.path.name} has no text to chunk"]
+    messages = ([f"format: {fmt}, {len(rows)} chunk(s)"] if rows or rejects
+                else [f"{raw.path.name} has no text to chunk"])
     return Prepared(
         table="doc_chunks", records_in=len(rows) + len(rejects), candidates=pa.Table.from_pylist(rows, schema=_SCHEMA),
         rejects=rejects, record_no_column="start_line", raw_column="text", writer=_write, messages=messages,

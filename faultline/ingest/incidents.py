@@ -50,7 +50,8 @@ def incident_folders(paths: list[Path]) -> list[Path]:
     found: list[Path] = []
     for path in paths:
         if not path.exists():
-            raise FaultlineError(f"{path} does not exist", fix="give a corpus folder written by `faultline corpus generate`")
+            raise FaultlineError(f"{path} does not exist",
+                                 fix="give a corpus folder written by `faultline corpus generate`")
         if path.is_file():
             raise FaultlineError(f"{path} is a file", fix="give the incident or corpus folder")
         found += sorted(p.parent for p in path.rglob(INCIDENT_FILE) if ARCHIVE not in p.relative_to(path).parts)
@@ -206,7 +207,8 @@ def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise FaultlineError(f"{path} is missing", fix="regenerate the incident with `faultline corpus generate`") from None
+        raise FaultlineError(f"{path} is missing",
+                             fix="regenerate the incident with `faultline corpus generate`") from None
     except ValueError as exc:
         raise FaultlineError(f"{path}: not valid JSON ({exc})", fix="regenerate the incident") from None
     if not isinstance(data, dict):

@@ -201,10 +201,7 @@ def _apply(lines: pl.DataFrame, fmt: LogFormat, default_year: int) -> pl.DataFra
         return pl.col(extra).struct.field(name)
 
     matched = grp(MATCH_GROUP).is_not_null()
-    if "message" in fmt.groups:
-        body = grp("message")
-    else:
-        body = pl.col("raw").str.strip_prefix(grp(MATCH_GROUP))
+    body = grp("message") if "message" in fmt.groups else pl.col("raw").str.strip_prefix(grp(MATCH_GROUP))
     # trailing blanks are padding; leading ones are kept because some formats (HealthApp)
     # put the message right after a non-space delimiter and Loghub's ground truth keeps them
     frame = frame.with_columns(body.str.strip_chars_end().alias("__message"))

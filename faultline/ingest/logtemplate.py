@@ -37,7 +37,7 @@ def _assign_names(fields: list[str]) -> list[str]:
                 if not names[i]:
                     names[i] = target
                     break
-    for i, field in enumerate(fields):
+    for i, _field in enumerate(fields):
         if names[i]:
             continue
         if lowered[i] in _TIMESTAMP_NAMES:
@@ -79,7 +79,7 @@ def _usable(pattern: str, names: list[str]) -> bool:
     """The pattern compiles and every field is still a group (an unescaped `[<Pid>]` is not)."""
     try:
         probe = pl.Series([""], dtype=pl.Utf8).str.extract_groups(pattern)
-    except Exception:  # polars raises ComputeError for invalid regexes
+    except pl.exceptions.PolarsError:  # polars raises ComputeError for invalid regexes
         return False
     return set(names) <= set(probe.struct.fields)
 

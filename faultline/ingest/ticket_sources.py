@@ -62,7 +62,8 @@ def _object_or_reject(record_no: int, text: str, max_bytes: int) -> SourceRecord
     shown_text = shown(text)
     if len(text.encode("utf-8", "surrogateescape")) > max_bytes:
         return SourceRecord(record_no, shown_text, None, Reject(
-            record_no, "record_size", f"record is larger than FAULTLINE_MAX_RECORD_BYTES ({max_bytes} bytes)", shown_text))
+            record_no, "record_size", f"record is larger than FAULTLINE_MAX_RECORD_BYTES ({max_bytes} bytes)",
+            shown_text))
     if has_invalid_utf8(text):
         return SourceRecord(record_no, shown_text, None, Reject(
             record_no, "utf8", "record holds bytes that are not valid UTF-8; re-encode the export as UTF-8 "
@@ -71,7 +72,8 @@ def _object_or_reject(record_no: int, text: str, max_bytes: int) -> SourceRecord
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         return SourceRecord(record_no, shown_text, None, Reject(
-            record_no, "json", f"not valid JSON ({exc.msg} at column {exc.colno}); the line may be truncated", shown_text))
+            record_no, "json", f"not valid JSON ({exc.msg} at column {exc.colno}); the line may be truncated",
+            shown_text))
     if not isinstance(obj, dict):
         return SourceRecord(record_no, shown_text, None, Reject(
             record_no, "json_object", f"expected a JSON object per record, got {type(obj).__name__}", shown_text))
@@ -90,7 +92,8 @@ def _jsonl(raw: RawFile, max_bytes: int) -> list[SourceRecord]:
 def _json(raw: RawFile, max_bytes: int) -> list[SourceRecord]:
     text, bad = decode(raw.data)
     if bad:
-        return [_file_reject(raw, "utf8", f"{raw.path.name} holds bytes that are not valid UTF-8; re-encode it as UTF-8")]
+        return [_file_reject(raw, "utf8",
+                             f"{raw.path.name} holds bytes that are not valid UTF-8; re-encode it as UTF-8")]
     try:
         doc = json.loads(text) if text.strip() else []
     except json.JSONDecodeError as exc:
@@ -100,7 +103,8 @@ def _json(raw: RawFile, max_bytes: int) -> list[SourceRecord]:
     items = doc.get("issues", doc.get("tickets")) if isinstance(doc, dict) else doc
     if not isinstance(items, list):
         items = [doc]
-    return [_object_or_reject(i, json.dumps(item, ensure_ascii=False), max_bytes) for i, item in enumerate(items, start=1)]
+    return [_object_or_reject(i, json.dumps(item, ensure_ascii=False), max_bytes)
+            for i, item in enumerate(items, start=1)]
 
 
 def _csv(raw: RawFile) -> list[SourceRecord]:

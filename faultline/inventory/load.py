@@ -233,7 +233,8 @@ def _resolve(inventory: str, entry: Entry, chain: list[Element], source_file: st
     read = {key: data.pop(key, None) for key in READ_KEYS if key != "links"}
     return InventoryHost(
         inventory=inventory, host=entry.key, groups=list(chain[0].groups), role=read["role"], site=read["site"],
-        addresses=list(dict.fromkeys(addresses)), networks=list(dict.fromkeys(networks)), dns_names=list(dict.fromkeys(read["dns_names"] or [])),
+        addresses=list(dict.fromkeys(addresses)), networks=list(dict.fromkeys(networks)),
+        dns_names=list(dict.fromkeys(read["dns_names"] or [])),
         interfaces=list(dict.fromkeys(read["interfaces"] or [])), data=data, source_file=source_file,
         source_line=entry.line, **attrs)
 

@@ -51,7 +51,7 @@ def render_bgp(topo: Topology, router: str) -> str:
              " bgp bestpath as-path multipath-relax"]
     # routers sharing an AS (NIKA's super-spines, all AS 65000) must accept each other's prefixes
     shared_as = sum(1 for n in topo.routers() if n.asn == node.asn) > 1
-    for local, remote in topo.neighbours(router):
+    for _local, remote in topo.neighbours(router):
         peer = remote.address.split("/")[0]
         lines += [f" neighbor {peer} remote-as {topo.nodes[remote.node].asn}",
                   # fast timers: a lab converges in seconds (above ~150 routers use 3/9: docs/lab.md#routing-timers)

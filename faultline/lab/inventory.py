@@ -162,7 +162,8 @@ def write_lab_inventory(topo: Topology, out: Path, access: LabAccess | None = No
     written = []
     for file_name, document in inventory_documents(topo, access).items():
         path = out / file_name
-        header = f"# {file_name} of lab scenario {topo.scenario} (size {topo.size}), written by `faultline lab inventory`\n"
+        header = (f"# {file_name} of lab scenario {topo.scenario} (size {topo.size}), "
+                  f"written by `faultline lab inventory`\n")
         path.write_text(header + yaml.safe_dump(document, sort_keys=False, default_flow_style=False))
         written.append(path)
     if access is not None:

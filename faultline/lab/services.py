@@ -238,13 +238,10 @@ def start_service(topo: Topology, run_dir: Path, node: str) -> tuple[str, int] |
     sdir = service_dir(run_dir, node)
     if name == "udhcpc":
         (sdir / "udhcpc.sh").chmod(0o755)
-    log = open(sdir / f"{name}.out", "ab")
-    try:
+    with open(sdir / f"{name}.out", "ab") as log:
         # `ip netns exec` and the logging prefix exec the command, so the PID is the service's own
         proc = subprocess.Popen(["ip", "netns", "exec", namespace_name(node), *logging_prefix(run_dir, node), *argv],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    finally:
-        log.close()
     return name, proc.pid
 
 

@@ -11,11 +11,11 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 PROVIDER = "faultline-fake"
 TRANSPORT_ERROR = "<transport error>"
-Step = Union[str, Callable[[list[dict[str, Any]]], str]]
+Step = str | Callable[[list[dict[str, Any]]], str]
 
 _lock = threading.Lock()
 _scripts: dict[str, ScriptedModel] = {}

@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from faultline.config import Settings
 
-Schema = Union[type[BaseModel], dict[str, Any]]
+Schema = type[BaseModel] | dict[str, Any]
 
 INSERT_CALL_SQL = """
 INSERT INTO llm_calls (call_id, run_id, incident_id, stage, model, prompt_name, prompt_hash, request,
@@ -121,7 +121,7 @@ def _usage(response: Any) -> tuple[int | None, int | None]:
 def _cost(litellm: Any, response: Any) -> float | None:
     try:
         return float(litellm.completion_cost(completion_response=response))
-    except Exception:  # unknown models have no price; a missing cost is not an error
+    except Exception:  # noqa: BLE001 - unknown models have no price; a missing cost is not an error
         return None
 
 

@@ -108,7 +108,8 @@ class LogExcerpt(_Record):
             f"(cap {self.max_lines}) from {self.input_lines} input lines",
             f"# filter: {levels}",
             "# in excerpt: " + "  ".join(f"{k} {v}" for k, v in shown.items())
-            + f"  | folded {self.collapsed_lines}  | truncated {'yes, ' + str(self.truncated_lines) if self.truncated else 'no'}",
+            + f"  | folded {self.collapsed_lines}  "
+            f"| truncated {'yes, ' + str(self.truncated_lines) if self.truncated else 'no'}",
             f"# ticket terms: {', '.join(self.ticket_terms) or '-'}  | vocab {self.vocab_version}",
         ]
         names = _display_names({line.source_file for line in self.lines if line.source_file})

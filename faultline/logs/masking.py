@@ -60,7 +60,7 @@ def _rule(entry: object, where: str) -> MaskRule:
     rule = MaskRule(str(entry["name"]), str(entry["regex"]), str(entry["replacement"]))
     try:  # compile now: a bad pattern should fail when the file is read, not mid-run
         pl.Series([""], dtype=pl.Utf8).str.replace_all(rule.regex, rule.replacement)
-    except Exception as exc:  # polars raises ComputeError for an invalid regex
+    except pl.exceptions.PolarsError as exc:  # polars raises ComputeError for an invalid regex
         raise FaultlineError(f"mask rule {rule.name!r} ({where}) has an invalid regex: {exc}",
                              fix="Polars uses Rust regex syntax: no look-behind or look-ahead") from None
     return rule

@@ -79,7 +79,8 @@ class DocsIndex:
         if not found:
             return None
         row = found[0]
-        return DocChunk(chunk_id=row["id"], doc_id=row["doc_id"] or "", title=row["title"] or "", text=row["text"] or "")
+        return DocChunk(chunk_id=row["id"], doc_id=row["doc_id"] or "", title=row["title"] or "",
+                        text=row["text"] or "")
 
 
 def build_docs_server(settings: Settings) -> Any:

@@ -198,5 +198,6 @@ def mcp_backend(url_or_command: Any, *, timeout_s: float = 10.0, token: str = ""
 def open_mcp(settings: Settings, target: NetworkTarget) -> Backend:
     """The registry's opener: `target.url`, a server URL or a command line, sent the `mcp_token` setting."""
     if not target.url:
-        raise FaultlineError("the mcp network backend needs a server", fix="pass --url http://host:port/mcp or a command")
+        raise FaultlineError("the mcp network backend needs a server",
+                             fix="pass --url http://host:port/mcp or a command")
     return mcp_backend(target.url, token=settings.mcp_token.get_secret_value())

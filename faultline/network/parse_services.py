@@ -63,7 +63,8 @@ def _nft_rule(rule: dict[str, Any]) -> r.NftRule:
                      handle=rule.get("handle"), matches=matches, verdict=verdict, packets=packets, bytes=nbytes)
 
 
-def parse_iptables(device: str, table: str, stdout: str, stderr: str = "", exit_code: int | None = 0) -> r.IptablesRules:
+def parse_iptables(device: str, table: str, stdout: str, stderr: str = "",
+                   exit_code: int | None = 0) -> r.IptablesRules:
     """`iptables -t TABLE -S`: policies of built-in chains and the `-A` rules verbatim."""
     policies: dict[str, str] = {}
     rules: list[str] = []
@@ -149,7 +150,8 @@ def parse_nstat(device: str, stdout: str) -> r.NstatCounters:
     if error or not isinstance(data, dict):
         return r.NstatCounters(device=device, counters={}, error=error or "expected a JSON object")
     kernel = data.get("kernel", data)
-    return r.NstatCounters(device=device, counters={k: int(v) for k, v in kernel.items() if isinstance(v, (int, float))})
+    return r.NstatCounters(device=device,
+                           counters={k: int(v) for k, v in kernel.items() if isinstance(v, (int, float))})
 
 
 def parse_fdb(device: str, stdout: str) -> r.FdbTable:

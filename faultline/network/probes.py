@@ -39,7 +39,8 @@ def run_probe(ctx: ProbeContext, name: str, /, **args: Any) -> ProbeOutput:
     params = [p for p in inspect.signature(func).parameters if p != "ctx"]
     unknown = sorted(set(args) - set(params))
     if unknown:
-        raise ProbeError(f"probe {name!r} has no argument(s) {', '.join(unknown)}", fix=f"arguments: {', '.join(params)}")
+        raise ProbeError(f"probe {name!r} has no argument(s) {', '.join(unknown)}",
+                         fix=f"arguments: {', '.join(params)}")
     try:
         return _unreached(func(ctx, **args))
     except TypeError as exc:  # a required argument is missing

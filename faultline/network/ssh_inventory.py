@@ -40,7 +40,8 @@ class SshInventory:
     rejected: list[str]  # "host: reason" for every host that could not be used (the rest load)
     files: dict[str, list[str]] = field(default_factory=dict)  # device -> readable files (`data.files`)
     dns_names: list[str] = field(default_factory=list)  # every host's names, by domain then name
-    urls: list[str] = field(default_factory=list)  # http://NAME/ of every web and load-balancer name; http://ADDRESS/ of one without
+    # http://NAME/ of every web and load-balancer name; http://ADDRESS/ of one without
+    urls: list[str] = field(default_factory=list)
     site: str | None = None  # defaults' `site` and `lab_size`, when the inventory says
     size: str | None = None
 

@@ -28,7 +28,8 @@ log = logging.getLogger(__name__)
 
 @contextmanager
 def shared_docs_server(settings: Settings) -> Iterator[Settings]:
-    """`settings` with `docs_mcp_url` pointing at a server started for the block (docs/nightly.md#the-runs-docs-server)."""
+    """`settings` with `docs_mcp_url` pointing at a server started for the block
+    (docs/nightly.md#the-runs-docs-server)."""
     if settings.docs_mcp_url or settings.nightly_task_runner == "cluster":
         yield settings
         return

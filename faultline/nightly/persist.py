@@ -60,7 +60,8 @@ class ResultWriter:
                 self.analysis.failures.append(self.run.record_failure(item, outcome.method, error))
                 self._report(f"{outcome.method} {item.incident_id}: FAILED {type(error).__name__}")
 
-    def write(self, done: list[tuple[BacklogItem, UnitResult]]) -> list[tuple[BacklogItem, UnitResult, Exception | None]]:
+    def write(self,
+              done: list[tuple[BacklogItem, UnitResult]]) -> list[tuple[BacklogItem, UnitResult, Exception | None]]:
         """Write finished units to the warehouse, each with its ``done`` ledger row: the batch in one transaction,
         or, when that fails, one transaction per unit so that a unit whose rows cannot be written fails alone
         (its error comes back in its place). A full disk stops the run (`OutOfSpace`): the batch is not written,

@@ -74,8 +74,9 @@ def copy_warehouse(conn: duckdb.DuckDBPyConnection, settings: Settings, name: st
     """Checkpoint the warehouse and copy its file to `<work dir>/<name>.duckdb`; the copy's path.
 
     The caller is the only writer and writes nothing while the copy is made. Older copies of this run's
-    name are replaced; `remove_warehouse_copy` removes one when its stage is over. Without room for the checkpoint, the copy
-    and the run's writes after it, the warehouse is left as it is (`OutOfSpace`, with the space needed and free).
+    name are replaced; `remove_warehouse_copy` removes one when its stage is over. Without room for the checkpoint,
+    the copy and the run's writes after it, the warehouse is left as it is (`OutOfSpace`, with the space needed and
+    free).
     """
     folder = work_dir(settings)
     folder.mkdir(parents=True, exist_ok=True)

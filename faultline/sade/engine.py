@@ -54,7 +54,7 @@ def diagnose(backend: Backend, *, incident_id: str, method: str = "sade", policy
         submission, status, error = build_submission(matches), "submitted", None
     except NoSubmission as exc:  # a policy that gave up is scored as NIKA's missing submission, not an error
         submission, status, error = None, "no_submission", str(exc)
-    except Exception as exc:  # one broken incident is a row, never a crashed batch
+    except Exception as exc:  # noqa: BLE001 - one broken incident is a row, never a crashed batch
         submission, status, error = None, "error", f"{type(exc).__name__}: {exc}"
     return Diagnosis(incident_id=incident_id, method=method, policy=policy, backend=backend.kind,  # type: ignore[arg-type]
                      submission=submission, steps=session.steps, flags=session.flags,

@@ -105,7 +105,7 @@ def _pair_leads(session: Session, rows: list, sym: Symptoms) -> None:
         if gw and len(members) >= 2 and len(members) >= len(behind(session, {gw})):
             leads.append(gw)
     leads += sorted(isolated, key=lambda d: (-bad[d] / max(total[d], 1), -bad[d], d))
-    for gw, members in groups.items():
+    for gw, _members in groups.items():
         if gw and gw not in leads:
             leads.append(gw)
     leads += [d for d, _ in partial.most_common() if d not in leads]

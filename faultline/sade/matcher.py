@@ -101,7 +101,8 @@ def match(flags: list[Flag], *, roles: dict[str, str], complete: set[str] = froz
     kept: list[Match] = []
     named: set[str] = set()
     for m in ranked:
-        same = next((k for k in kept if k.label == m.label and k.family == m.family and set(k.devices) & set(m.devices)), None)
+        same = next((k for k in kept
+                     if k.label == m.label and k.family == m.family and set(k.devices) & set(m.devices)), None)
         if same is not None:
             same.devices += [d for d in m.devices if d not in same.devices]
             continue

@@ -102,9 +102,7 @@ def explains(matches: list[Match], leads: list[LeadSymptom], session: Session, t
         elif not upstream:
             return False
     # a DHCP client's wrong or missing settings may come from the server: the dhcp skill must have looked
-    if "dhcp" not in tried and any(f.attrs.get("dhcp_client") for f in session.flags if f.device in named):
-        return False
-    return True
+    return not ("dhcp" not in tried and any(f.attrs.get("dhcp_client") for f in session.flags if f.device in named))
 
 
 def fingerprint_of(m: Match) -> Fingerprint:

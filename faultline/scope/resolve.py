@@ -20,8 +20,8 @@ from faultline.scope.devices import Candidate, resolve_mentions
 from faultline.scope.neighbours import Link, describe, learn_from_logs, neighbours
 from faultline.scope.timewords import Window, ticket_window
 
-_SPAN = timedelta(hours=15)
-SILENT_HOPS = 3  # how far past devices that log nothing (switches, hosts) neighbours are followed  # devices and links are learned from the logs within this much of the window
+_SPAN = timedelta(hours=15)  # devices and links are learned from the logs within this much of the window
+SILENT_HOPS = 3  # how far past devices that log nothing (switches, hosts) neighbours are followed
 
 
 class ScopeEntry(BaseModel):
@@ -86,7 +86,8 @@ def local_time(stamp: datetime, zone: ZoneInfo, offset_s: int = 0) -> datetime:
 
 
 def _table_exists(conn: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchone()[0])
+    return bool(conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
+                             [name]).fetchone()[0])
 
 
 def _inventory_name(conn: duckdb.DuckDBPyConnection, incident_id: str) -> str | None:
@@ -149,7 +150,8 @@ def build_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, *, incident
     lo, hi = local_time(window.start, zone), local_time(window.end, zone)
     inventory, inv_links = _inventory(conn, _inventory_name(conn, incident_id))
     devices = dict(inventory)
-    for (device,) in conn.execute("SELECT DISTINCT device FROM log_lines WHERE device IS NOT NULL AND incident_id IS NULL "
+    for (device,) in conn.execute("SELECT DISTINCT device FROM log_lines WHERE device IS NOT NULL "
+                                  "AND incident_id IS NULL "
                                   "AND ts BETWEEN ? AND ?", [lo - _SPAN, hi + _SPAN]).fetchall():
         devices.setdefault(device, Candidate(device)).sources.add("logs")
     log_links, learned = learn_from_logs(conn, lo - _SPAN, hi + _SPAN)
@@ -195,8 +197,8 @@ def build_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, *, incident
             entries[device] = ScopeEntry(device=device, kind="fleet", reason="logged in the window")
     elif fleet:
         notes.append(ScopeEntry(device=None, kind="no_match", matched=None,
-                                reason="scope: the devices the ticket points at and their neighbours showed nothing the "
-                                       "taxonomy names; reading every device that logged in the window too",
+                                reason="scope: the devices the ticket points at and their neighbours showed nothing "
+                                       "the taxonomy names; reading every device that logged in the window too",
                                 window_start=window.start, window_end=window.end))
         for device in sorted(d for d, dev in devices.items() if "logs" in dev.sources and d not in entries):
             entries[device] = ScopeEntry(device=device, kind="fleet", reason="logged in the window")

@@ -33,8 +33,9 @@ def write_scope(conn: duckdb.DuckDBPyConnection, scope: Scope) -> None:
 
 def read_scope(conn: duckdb.DuckDBPyConnection, incident_id: str, round: int, log_timezone: str) -> Scope | None:
     """The stored scope of an incident's round, or None."""
-    rows = conn.execute("SELECT device, kind, reason, matched, window_start, window_end, clock_offset_s, lines_in_scope "
-                        "FROM log_scopes WHERE incident_id = ? AND round = ? ORDER BY device NULLS FIRST, kind",
+    rows = conn.execute("SELECT device, kind, reason, matched, window_start, window_end, clock_offset_s, "
+                        "lines_in_scope FROM log_scopes WHERE incident_id = ? AND round = ? "
+                        "ORDER BY device NULLS FIRST, kind",
                         [incident_id, round]).fetchall()
     if not rows:
         return None

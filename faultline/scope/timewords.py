@@ -36,7 +36,8 @@ _AROUND = re.compile(r"(?:\b(?:around|about|approx\.?|approximately|circa|ca\.|a
 _AGO = re.compile(r"\b(?P<n>\d{1,3}|an?|one|two|few)\s+(?P<unit>min(?:ute)?s?|hours?|hrs?|h)\s+ago\b", re.IGNORECASE)
 _LAST = re.compile(r"\b(?:in the |over the )?(?:last|past)\s+(?P<n>\d{1,3}|an?|one|two|few)?\s*"
                    r"(?P<unit>min(?:ute)?s?|hours?|hrs?|days?)\b", re.IGNORECASE)
-_PERIOD = re.compile(r"\b(?P<p>this morning|this afternoon|this evening|tonight|last night|overnight|yesterday|today)\b",
+_PERIOD = re.compile(r"\b(?P<p>this morning|this afternoon|this evening|tonight|last night|overnight"
+                     r"|yesterday|today)\b",
                      re.IGNORECASE)
 _DATE = re.compile(r"\b(?:" + _ISO_DATE + r"|" + _WORD_DATE + r")\b", re.IGNORECASE)
 _NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "few": 3}

@@ -36,7 +36,8 @@ class Signal:
 
 @dataclass(frozen=True)
 class Volume:
-    """A volume rule: one device's ``file`` (name without .gz) holds >= ``min_lines`` and >= ``ratio`` x its peers' median."""
+    """A volume rule: one device's ``file`` (name without .gz) holds >= ``min_lines`` and >= ``ratio`` x its
+    peers' median."""
 
     file: str
     ratio: float

@@ -17,7 +17,8 @@ _REGISTRY: dict[str, AgentFactory] = {}
 def register_agent(name: str, factory: AgentFactory) -> None:
     """Register the factory of agent ``name``; FaultlineError when the name is taken."""
     if name in _REGISTRY:
-        raise FaultlineError(f"an ASTRA agent named {name!r} is already registered", fix="register it under another name")
+        raise FaultlineError(f"an ASTRA agent named {name!r} is already registered",
+                             fix="register it under another name")
     _REGISTRY[name] = factory
 
 

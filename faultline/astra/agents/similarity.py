@@ -49,7 +49,8 @@ class LabelVote(BaseModel):
 
 
 def vote_label(tickets: list[SimilarTicket], notes: dict[str, str]) -> LabelVote:
-    """Classify each ticket's cause sentences and weigh the votes by rerank score (docs/astra.md#the-similarity-agent)."""
+    """Classify each ticket's cause sentences and weigh the votes by rerank score
+    (docs/astra.md#the-similarity-agent)."""
     weights: Counter[str] = Counter()
     support: dict[str, tuple[float, str, str]] = {}
     for t in tickets:

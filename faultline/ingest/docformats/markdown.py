@@ -58,11 +58,10 @@ def _scan(lines: list[str]) -> list[tuple[str, int, str, int]]:
             else:
                 items.append(("line", 0, line.rstrip(), no))
             continue
-        if m := _FENCE.match(line):
-            if not (m.group(1)[0] == "`" and "`" in m.group(2)):
-                fence = m.group(1)
-                items.append(("line", 0, "", no))
-                continue
+        if (m := _FENCE.match(line)) and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+            fence = m.group(1)
+            items.append(("line", 0, "", no))
+            continue
         if i + 1 < n and _is_setext_text(line, lines[i - 1] if i else "") and _SETEXT.match(lines[i + 1]):
             items.append(("heading", 1 if lines[i + 1].strip()[0] == "=" else 2, _inline(line.strip()), no))
             continue

@@ -139,7 +139,8 @@ class Fault:
     def check_mechanism(cls, name: str) -> None:
         """FaultError unless `name` is one of this label's mechanisms."""
         if name not in cls.mechanisms:
-            raise FaultError(f"{cls.label} has no mechanism {name!r}", fix=f"choose one of: {', '.join(cls.mechanisms)}")
+            raise FaultError(f"{cls.label} has no mechanism {name!r}",
+                             fix=f"choose one of: {', '.join(cls.mechanisms)}")
 
     def inject(self, state: LabState, target: str | None, rng: random.Random,
                mechanism_id: str = "standard") -> FaultRecord:

@@ -208,7 +208,8 @@ class CpuContention(Fault):
                 raise FaultError(f"the load (pid {rec.params['load_pid']}) did not start inside {rec.target}")
         except (OSError, FaultError) as exc:
             self.undo(state, topo, rec)
-            raise FaultError(f"{self.label} on {rec.target}: {exc}", fix=f"check /sys/fs/cgroup/cpu and {load[0]}")
+            raise FaultError(f"{self.label} on {rec.target}: {exc}",
+                             fix=f"check /sys/fs/cgroup/cpu and {load[0]}") from exc
         rec.mechanism = (f"PARTIAL/SUBSTITUTE: {' '.join(load)} inside {rec.target}, whose processes "
                          f"(and any started there later) are held in cgroup v1 cpu group {group.name} capped at "
                          f"{100 * QUOTA_US // PERIOD_US}% of one CPU (NIKA: unconfined stress-ng mix; v2: container "

@@ -87,7 +87,8 @@ def read_nameservers(host: str) -> tuple[str, ...]:
         text = resolv_conf(host).read_text()
     except OSError:
         return ()
-    return tuple(line.split()[1] for line in text.splitlines() if line.startswith("nameserver ") and len(line.split()) > 1)
+    return tuple(line.split()[1] for line in text.splitlines()
+                 if line.startswith("nameserver ") and len(line.split()) > 1)
 
 
 def matches(have: ClientState, want: ClientState) -> bool:

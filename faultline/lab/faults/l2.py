@@ -84,7 +84,8 @@ class ArpCachePoisoning(Fault):
             if n.dst == gateway and n.dev == rec.params["ifname"]:
                 if n.lladdr == FORGED_MAC and "PERMANENT" in n.state:
                     return None
-                return f"{rec.target}'s entry for {gateway} is {n.lladdr} {'/'.join(n.state)}, not {FORGED_MAC} PERMANENT"
+                return (f"{rec.target}'s entry for {gateway} is {n.lladdr} {'/'.join(n.state)}, "
+                        f"not {FORGED_MAC} PERMANENT")
         return f"{rec.target} has no neighbour entry for {gateway}"
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:

@@ -77,7 +77,7 @@ def http_flood(url: str, conns: int, max_rate: float, max_seconds: float) -> int
             retry = [t for t in retry if t > now]
             for _ in due:
                 open_one()
-        for key, events in sel.select(timeout=0.05):
+        for key, _events in sel.select(timeout=0.05):
             conn: _Conn = key.data
             if not conn.connected:
                 if conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):

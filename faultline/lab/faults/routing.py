@@ -123,7 +123,8 @@ class FrrServiceDown(Fault):
             except FaultlineError as exc:
                 raise FaultError(f"restarting {daemon} on {rec.target} failed: {exc.message}") from exc
             pidfile = rdir / f"{daemon}.pid"
-            _wait(lambda: pidfile.exists() and pidfile.read_text().strip() not in ("", str(old)),
+            _wait(lambda pidfile=pidfile, old=old:
+                  pidfile.exists() and pidfile.read_text().strip() not in ("", str(old)),
                   f"{daemon} on {rec.target} did not write a new pid file")
             new[daemon] = int(pidfile.read_text().strip())
             if daemon == "zebra":

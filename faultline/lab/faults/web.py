@@ -248,7 +248,8 @@ class WebDosAttack(WebFault):
             raise
         rec.params["helper_pid"], rec.params["helper_marker"] = rec.params["helpers"][0][1:]
         pids = ", ".join(f"{a} PID {pid}" for a, pid, _ in rec.params["helpers"])
-        rec.mechanism = (f"HTTP GET flood from {', '.join(attackers)} to http://{ip}/: loadgen.py http, {DOS_CONNS // n} "
+        rec.mechanism = (f"HTTP GET flood from {', '.join(attackers)} to http://{ip}/: loadgen.py http, "
+                         f"{DOS_CONNS // n} "
                          f"keep-alive connections and at most {DOS_MAX_RATE // n} requests/s from each (PARTIAL: "
                          "NIKA runs ab -n 2e8 -c 1000 -k; no ab here), the generators' CPU capped at "
                          f"{DOS_CPU_PCT}% of one core together by cgroup v1 {group.name}; {pids}")

@@ -30,7 +30,7 @@ def _interfaces(session: Session, dev: Device) -> None:
     now = {i.ifname: i for i in out.record.interfaces if i.ifname not in dev.management}
     base = session.baseline("ip_addr", dev=dev.name)
     before = {i.ifname: i for i in base.record.interfaces if i.ifname not in dev.management} if base else {}
-    for name, iface in before.items():
+    for name, _iface in before.items():
         if name not in now and not name.startswith("ifb"):
             flag(session, SCAN, dev, "iface_missing", f"{name} present in the baseline, absent now", family="link",
                  vs_baseline=True, ifname=name)
