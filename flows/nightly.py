@@ -77,7 +77,7 @@ def nightly_flow(corpus: str | None = None, limit: int | None = None, incidents:
                 if work:
                     runner = running.enter_context(make_task_runner(settings))
                     shared = running.enter_context(shared_docs_server(unit_settings(settings)))
-                    running.callback(lent.close_pools)
+                    running.callback(lent.close_all)
                     analysis = analyse_stage(run, runner, work, shared, analyst, llm_model, network_backend, max_rounds)
             if work:
                 with run.stage("verdict"):

@@ -323,6 +323,7 @@ def test_a_unit_run_on_a_warehouse_copy_stores_what_it_would_store_running_on_th
 
     from faultline import db
     from faultline.astra.unit import run_astra
+    from faultline.nightly import lent
     from faultline.nightly.backlog import select_backlog
     from faultline.nightly.run import NightlyRun
     from faultline.nightly.units import run_unit
@@ -357,6 +358,7 @@ def test_a_unit_run_on_a_warehouse_copy_stores_what_it_would_store_running_on_th
             with closing(run.cursor()) as cursor:
                 replay(cursor, result)
     finally:
+        lent.close_all()  # what a night lends its units (here, a docs server spawned for this process)
         db.release_shared_warehouse(copied)
     assert _unit_rows(copied.duckdb_path, [incident]) == _unit_rows(direct.duckdb_path, [incident])
 

@@ -346,7 +346,7 @@ def test_the_nightly_shares_one_connection_pool_across_incidents(settings, box):
         assert first.ctx.runner is second.ctx.runner and (first.probe_calls, second.probe_calls) == (1, 1)
         assert first.ctx.runner.stats.connections_opened == 1
     finally:
-        lent.close_pools()
+        lent.close_all()
     assert first.ctx.runner._closed and not first.ctx.runner._thread.is_alive()  # the night's close ends the pool
 def test_every_lab_role_survives_the_inventory(tmp_path):
     """An inventory `lab inventory` writes gives the SSH backend the lab's own devices: names, roles, addresses."""

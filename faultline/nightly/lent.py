@@ -64,10 +64,15 @@ def network(settings: Settings, network_backend: str) -> Backend | None:
     return backend
 
 
-def close_pools() -> None:
-    """Close this process's SSH pools (the run is over)."""
+def close_all() -> None:
+    """Close everything this process lent the run's units: its docs sessions (a spawned docs server stops with its
+    session) and its SSH pools. The flow calls it when the run's analysis ends; a worker process's close when the
+    process exits."""
     with _LOCK:
-        runners = list(_POOLS.values())
+        clients, runners = list(_DOCS.values()), list(_POOLS.values())
+        _DOCS.clear()
         _POOLS.clear()
+    for client in clients:
+        client.close()
     for runner in runners:
         runner.close()
