@@ -88,6 +88,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 LAB_GROUP = "lab"
 _GROUP = pytest.StashKey[str]()
+_RUNS_LABS = pytest.StashKey[bool]()
 _MADE_WAY = pytest.StashKey[bool]()
 LAB_LANE_NICENESS = 10  # the other worker's CPU share, against the lab's processes, drops to about a tenth
 
@@ -129,6 +130,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(item.stash[_GROUP]))
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: item.stash[_GROUP] != LAB_GROUP)  # stable: each group keeps its order
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Note whether this run builds labs: root, and lab tests left after `-m`/`-k` deselection."""
+    session.config.stash[_RUNS_LABS] = os.geteuid() == 0 and any(
+        item.get_closest_marker("lab") is not None for item in session.items)
 
 
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: on the controller, as each worker reports its collection
@@ -241,9 +248,10 @@ def _make_way_for_the_lab(config: pytest.Config) -> None:
     """Lower this xdist worker's CPU priority (and that of everything it starts) once it runs a test outside
     the lab group, so that the lab's time-based symptoms see the machine they expect while the other worker
     keeps both cores busy: a CPU-capped node's own load must use up its slice (test_faults_contention), a
-    neighbour must answer in milliseconds. The lab worker comes here only after its last lab test.
+    neighbour must answer in milliseconds. The lab worker comes here only after its last lab test. A run that
+    builds no lab (not root, or `-m "not lab"`) keeps its priority.
     """
-    if not config.stash.get(_MADE_WAY, False):
+    if config.stash.get(_RUNS_LABS, False) and not config.stash.get(_MADE_WAY, False):
         os.nice(LAB_LANE_NICENESS)
         config.stash[_MADE_WAY] = True
 
