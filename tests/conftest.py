@@ -5,10 +5,10 @@ A fresh warehouse per test; the public data sets through the `data_dir` setting.
 one line saying what to do, and `--require-all` makes those skips failures (CI runs with it).
 
 The suite runs on two pytest-xdist worker processes (`-n 2 --dist loadgroup`, pyproject's addopts): every
-`lab` test is in one group, handed out first and run in file order on one worker (one lab fits on a machine),
-while the other worker takes the rest module by module (a module's tests stay together, in order, so its
-module fixtures are built once). Each worker has a Prefect home of its own. `-n 0` runs everything in one
-process, as before.
+module with `lab` tests is in one group, handed out first and run in file order on one worker (one lab fits on
+a machine), while the other worker, at a lower CPU priority, takes the rest module by module (a module's tests
+stay together, in order, so its module fixtures are built once). Each worker has a Prefect home of its own.
+`-n 0` runs everything in one process, as before.
 """
 
 from __future__ import annotations
@@ -87,25 +87,30 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 LAB_GROUP = "lab"
+_GROUP = pytest.StashKey[str]()
+_RUNS_LABS = pytest.StashKey[bool]()
+_MADE_WAY = pytest.StashKey[bool]()
+LAB_LANE_NICENESS = 10  # the other worker's CPU share, against the lab's processes, drops to about a tenth
 
 
-def _xdist_group(item: pytest.Item) -> str:
-    """The pytest-xdist group of a test: `lab` for every lab test, else its module's name (`test_marts`).
+def _xdist_group(item: pytest.Item, lab_modules: set[Path]) -> str:
+    """The pytest-xdist group of a test: `lab` for every test of a module with lab tests, else its module's
+    name (`test_marts`).
 
     The lab tests share the machine's one `fl-` lab and its lock, and some rely on the order of their
-    module: one group runs them one after another on one worker. Any other test goes with its module.
+    module; the pure tests beside them read the same names and paths (a running lab's /etc/netns/fl-*
+    files show in an offline state's inventory). One group runs all of them in file order on one worker.
+    Any other test goes with its module.
     """
-    if item.get_closest_marker("lab") is not None:
-        return LAB_GROUP
-    return item.path.stem
+    return LAB_GROUP if item.path in lab_modules else item.path.stem
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Refuse a run in which a test uses the data or the lab without the marker that says so; group for xdist.
 
-    On an xdist worker the lab tests also move to the front (in their own order): with
-    `--no-loadscope-reorder` their group is then the first unit handed out, as it is the longest.
+    On an xdist worker the lab group also moves to the front (in its own order): with
+    `--no-loadscope-reorder` it is then the first unit handed out, as it is the longest.
     """
     problems = []
     for item in items:
@@ -119,10 +124,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError("tests use the data sets or the lab without the marker that says so (the "
                                 "skip, or the --require-all failure, goes by marker):\n  " + "\n  ".join(problems))
     if config.pluginmanager.hasplugin("xdist"):
+        lab_modules = {item.path for item in items if item.get_closest_marker("lab") is not None}
         for item in items:
-            item.add_marker(pytest.mark.xdist_group(_xdist_group(item)))
+            item.stash[_GROUP] = _xdist_group(item, lab_modules)
+            item.add_marker(pytest.mark.xdist_group(item.stash[_GROUP]))
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        items.sort(key=lambda item: _xdist_group(item) != LAB_GROUP)  # stable: each group keeps its order
+        items.sort(key=lambda item: item.stash[_GROUP] != LAB_GROUP)  # stable: each group keeps its order
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Note whether this run builds labs: root, and lab tests left after `-m`/`-k` deselection."""
+    session.config.stash[_RUNS_LABS] = os.geteuid() == 0 and any(
+        item.get_closest_marker("lab") is not None for item in session.items)
 
 
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: on the controller, as each worker reports its collection
@@ -151,6 +164,8 @@ def _is_lab_fixture(item: pytest.Item, name: str) -> bool:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Skip (or, with --require-all, fail) a test whose data sets or root are missing, before its fixtures run;
     before a lab test's fixtures build a lab, hold the machine's lab lock."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and item.stash.get(_GROUP, LAB_GROUP) != LAB_GROUP:
+        _make_way_for_the_lab(item.config)
     reason = _missing_requirement(item)
     if reason is None:
         if item.get_closest_marker("lab") is not None:
@@ -227,6 +242,18 @@ def _hold_the_lab_lock(config: pytest.Config) -> None:
     handle = open(LAB_LOCK, "a")  # noqa: SIM115 - held until pytest_unconfigure
     fcntl.flock(handle, fcntl.LOCK_EX)  # blocks until the other session is done
     config.stash[_LAB_LOCK_HANDLE] = handle
+
+
+def _make_way_for_the_lab(config: pytest.Config) -> None:
+    """Lower this xdist worker's CPU priority (and that of everything it starts) once it runs a test outside
+    the lab group, so that the lab's time-based symptoms see the machine they expect while the other worker
+    keeps both cores busy: a CPU-capped node's own load must use up its slice (test_faults_contention), a
+    neighbour must answer in milliseconds. The lab worker comes here only after its last lab test. A run that
+    builds no lab (not root, or `-m "not lab"`) keeps its priority.
+    """
+    if config.stash.get(_RUNS_LABS, False) and not config.stash.get(_MADE_WAY, False):
+        os.nice(LAB_LANE_NICENESS)
+        config.stash[_MADE_WAY] = True
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
