@@ -132,3 +132,14 @@ def test_the_verdict_unit_closes_the_network_it_opened_for_its_follow_ups(wareho
     assert [c.label for c in done.verdict.checks] == ["dns_service_down"]  # the network was asked
     assert len(opened) == 1 and closed == opened  # ... through one backend, closed when the unit ended
     assert done.outcome.method == "verdict" and done.score is not None and done.first_score is not None
+
+
+def test_an_install_without_the_backends_entry_points_says_to_install_again(settings, monkeypatch):
+    from faultline.errors import FaultlineError
+    from faultline.network import backends
+
+    monkeypatch.setattr(backends, "entry_points", lambda **selection: [])
+    monkeypatch.setattr(backends, "_OPENERS", {})
+    with pytest.raises(FaultlineError, match="no network backend is installed") as info:
+        backends.open_backend("snapshot", settings)
+    assert "scripts/install.sh" in info.value.fix

@@ -72,5 +72,10 @@ def open_backend(name: str, settings: Settings, target: NetworkTarget | None = N
     """Open the network backend `name` on `target`; the caller closes it (`Backend.close`)."""
     opener = _opener(name)
     if opener is None:
-        raise FaultlineError(f"unknown network backend {name!r}", fix=f"use one of {', '.join(backend_names())}")
+        known = backend_names()
+        if not known:  # an install older than the entry points (an editable one made before they existed)
+            raise FaultlineError(f"no network backend is installed, so {name!r} cannot be opened",
+                                 fix="install Faultline again (`bash scripts/install.sh`): its backends are declared "
+                                     "as entry points of the group faultline.network_backends")
+        raise FaultlineError(f"unknown network backend {name!r}", fix=f"use one of {', '.join(known)}")
     return opener(settings, target or NetworkTarget())
