@@ -45,7 +45,7 @@ def run(warehouse: Path) -> dict:
     apply_offline_env()
     from faultline import db
     from faultline.config import Settings
-    from faultline.outcome import IncidentRef, incident_ref
+    from faultline.outcome import incident_ref
     from faultline.truth.store import load_truth
     from faultline.verdict.unit import run_verdict
 
@@ -60,7 +60,7 @@ def run(warehouse: Path) -> dict:
         truth = load_truth(conn, incident_id)
         if truth is None:
             continue
-        ref = incident_ref(conn, incident_id) or IncidentRef(incident_id=incident_id, ticket_id=incident_id)
+        ref = incident_ref(conn, incident_id)
         started = time.perf_counter()
         done = run_verdict(settings, conn, ref, network_backend="snapshot")  # on a copy of the warehouse
         seconds.append(time.perf_counter() - started)

@@ -55,12 +55,12 @@ class Outcome(BaseModel):
 INCIDENT_REF_SQL = "SELECT ticket_id, title, snapshot_path FROM incidents WHERE incident_id = ?"
 
 
-def incident_ref(conn: duckdb.DuckDBPyConnection, incident_id: str) -> IncidentRef | None:
-    """The ingested incident as a unit sees it (its snapshot only when the file is there), None when the warehouse
-    has no such incident (a ticket imported without one)."""
+def incident_ref(conn: duckdb.DuckDBPyConnection, incident_id: str) -> IncidentRef:
+    """The ingested incident as a unit sees it, its snapshot only when the file is there; an id the warehouse has no
+    incident for (a ticket imported without one) is a ticket with no network."""
     row = conn.execute(INCIDENT_REF_SQL, [incident_id]).fetchone()
     if row is None:
-        return None
+        return IncidentRef(incident_id=incident_id, ticket_id=incident_id)
     snapshot = row[2] if row[2] and Path(row[2]).is_file() else None
     return IncidentRef(incident_id=incident_id, ticket_id=row[0] or incident_id, title=row[1] or "",
                        snapshot_path=snapshot)

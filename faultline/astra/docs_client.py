@@ -43,6 +43,14 @@ def _server_target(settings: Settings) -> Any:
     return StdioServerParameters(command=sys.executable, env=env, args=args)
 
 
+def open_docs_client(settings: Settings) -> DocsClient | None:
+    """A docs session, or None when the doc index cannot be reached (the domain agent then says why)."""
+    try:
+        return DocsClient(settings)
+    except FaultlineError:
+        return None
+
+
 class DocsClient:
     """`search(query, k)` and `fetch(chunk_id)` over one MCP session; use as a context manager or `close()`."""
 

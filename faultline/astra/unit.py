@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from faultline.astra.evaluate import AstraScore
 from faultline.astra.records import AstraResult, Incident
-from faultline.errors import FaultlineError
 from faultline.outcome import IncidentRef, Outcome
 from faultline.truth.records import Truth
 
@@ -86,17 +85,14 @@ def score_stored(conn: duckdb.DuckDBPyConnection, result: AstraResult, incident:
 def docs_session(settings: Settings) -> Iterator[DocsClient | None]:
     """A docs MCP session for a batch of analyses, closed when the block ends; None when the doc index cannot be
     reached (the domain agent then says why in its output)."""
-    from faultline.astra.docs_client import DocsClient
+    from faultline.astra.docs_client import open_docs_client
 
-    try:
-        client = DocsClient(settings)
-    except FaultlineError:
-        yield None
-        return
+    client = open_docs_client(settings)
     try:
         yield client
     finally:
-        client.close()
+        if client is not None:
+            client.close()
 
 
 @contextmanager

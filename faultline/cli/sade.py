@@ -28,14 +28,17 @@ def _network(ctx: typer.Context, incident: str, backend: str, url: str | None,
         path = path / "snapshot.json.gz"
     if not path.is_file():
         from faultline import db
+        from faultline.outcome import incident_ref
 
         conn = db.open_warehouse(ctx.obj)
-        row = conn.execute("SELECT snapshot_path FROM incidents WHERE incident_id = ?", [incident]).fetchone()
-        conn.close()
-        if not row or not row[0]:
+        try:
+            recorded = incident_ref(conn, incident).snapshot_path
+        finally:
+            conn.close()
+        if not recorded:
             raise FaultlineError(f"{incident}: neither an incident folder, a snapshot file nor an ingested incident "
                                  "with a snapshot", fix="pass data/sample/backlog/<id> or ingest the corpus first")
-        path = Path(row[0])
+        path = Path(recorded)
     ref = IncidentRef(incident_id=path.parent.name, ticket_id=path.parent.name, snapshot_path=str(path))
     return NetworkTarget(incident_id=ref.incident_id, snapshot=path), ref
 

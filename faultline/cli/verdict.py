@@ -21,7 +21,7 @@ def verdict_command(
     """Print the verdict of INCIDENT: one answer from its ticket, logs, history, docs and network diagnosis (fused now
     and stored, with its scores when the incident has a ground truth, unless one is stored)."""
     from faultline import db
-    from faultline.outcome import IncidentRef, incident_ref
+    from faultline.outcome import incident_ref
     from faultline.verdict.store import load_verdict
     from faultline.verdict.unit import run_verdict
 
@@ -30,7 +30,7 @@ def verdict_command(
     try:
         verdict = None if refresh else load_verdict(conn, incident_id)
         if verdict is None:
-            ref = incident_ref(conn, incident_id) or IncidentRef(incident_id=incident_id, ticket_id=incident_id)
+            ref = incident_ref(conn, incident_id)
             verdict = run_verdict(settings, conn, ref, network_backend="snapshot").verdict
     finally:
         conn.close()

@@ -9,8 +9,6 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from faultline.errors import FaultlineError
-
 if TYPE_CHECKING:
     from faultline.astra.docs_client import DocsClient
     from faultline.config import Settings
@@ -24,16 +22,16 @@ _LOCK = threading.Lock()
 def docs_session(settings: Settings) -> DocsClient | None:
     """This process's session with the run's docs server (one per doc index), opened on first use; None when the
     index cannot be reached (the domain agent then says why in its output)."""
-    from faultline.astra.docs_client import DocsClient
+    from faultline.astra.docs_client import open_docs_client
 
     key = (str(settings.lancedb_dir), settings.docs_mcp_url)
     with _LOCK:
         client = _DOCS.get(key)
         if client is None:
-            try:
-                client = _DOCS[key] = DocsClient(settings)
-            except FaultlineError:
+            client = open_docs_client(settings)
+            if client is None:
                 return None
+            _DOCS[key] = client
             atexit.register(client.close)
         return client
 

@@ -55,7 +55,6 @@ def evaluate_folder(folder: Path, *, method: str = "sade", baseline: bool = True
                     settings: Settings | None = None) -> Evaluated:
     """SADE's unit on one recorded incident: its snapshot (with its baseline unless `baseline` is False), its ticket
     (unless `ticket` is False) and its ground truth, all read from the folder; nothing is stored."""
-    from faultline.config import Settings
     from faultline.sade.unit import run_sade
 
     info = json.loads((folder / "incident.json").read_text())
@@ -63,14 +62,15 @@ def evaluate_folder(folder: Path, *, method: str = "sade", baseline: bool = True
                             scenario=info.get("scenario"), size=info.get("size"))
     ref = IncidentRef(incident_id=info["incident_id"], ticket_id=info["incident_id"],
                       snapshot_path=str(folder / "snapshot.json.gz"))
-    done = run_sade(settings or Settings(), ref, use_baseline=baseline, ticket=ticket_text(folder) if ticket else "",
-                    truth=truth, method=method, on_error="score")
+    done = run_sade(settings or _default_settings(), ref, use_baseline=baseline,
+                    ticket=ticket_text(folder) if ticket else "", truth=truth, method=method, on_error="score")
     return Evaluated(diagnosis=done.diagnosis, score=done.score)
 
 
 def evaluate_corpus(corpus: Path, *, method: str = "sade", limit: int | None = None, baseline: bool = True,
                     ticket: bool = True, settings: Settings | None = None) -> Iterator[Evaluated]:
     """Every valid incident of the corpus, one at a time (a broken incident yields an error diagnosis)."""
+    settings = settings or _default_settings()
     for folder in incident_dirs(corpus)[:limit]:
         yield evaluate_folder(folder, method=method, baseline=baseline, ticket=ticket, settings=settings)
 
@@ -91,6 +91,7 @@ def evaluate_each(corpus: Path, *, methods: list[str], limit: int | None = None,
     done: list[Evaluated] = []
     failed: list[FailedIncident] = []
     folders = incident_dirs(corpus)[:limit]
+    settings = settings or _default_settings()
     for method in methods:
         for folder in folders:
             try:
@@ -99,3 +100,9 @@ def evaluate_each(corpus: Path, *, methods: list[str], limit: int | None = None,
                 why = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
                 failed.append(FailedIncident(folder.name, method, why))
     return done, failed
+
+
+def _default_settings() -> Settings:
+    from faultline.config import Settings
+
+    return Settings()

@@ -67,7 +67,7 @@ def run_sade(settings: Settings, incident: IncidentRef, *, conn: duckdb.DuckDBPy
         run_policy, policy_name = llm_policy_runner(settings, model=llm_model, incident_id=incident.incident_id,
                                                     run_id=run_id, conn=conn)
     if ticket is None:
-        ticket = ticket_text(conn, incident.ticket_id) if conn is not None else ""
+        ticket = _reported(conn, incident.ticket_id) if conn is not None else ""
     with _network(settings, incident, network, network_backend, use_baseline) as backend:
         diag = diagnose(backend, incident_id=incident.incident_id, method=method, policy=policy_name,
                         run_policy=run_policy, ticket=ticket)
@@ -93,7 +93,7 @@ def run_sade(settings: Settings, incident: IncidentRef, *, conn: duckdb.DuckDBPy
     return SadeRun(outcome=outcome, diagnosis=diag, truth=truth, score=score)
 
 
-def ticket_text(conn: duckdb.DuckDBPyConnection, ticket_id: str) -> str:
+def _reported(conn: duckdb.DuckDBPyConnection, ticket_id: str) -> str:
     """What the user reported (title and description; never the resolution), "" without a ticket: a lead when the
     network itself shows nothing."""
     row = conn.execute(TICKET_SQL, [ticket_id]).fetchone()

@@ -36,7 +36,7 @@ def evaluate_corpus(conn: duckdb.DuckDBPyConnection, settings: Settings, corpus:
     """Load the corpus, run ASTRA and SADE, fuse and score a verdict for every incident with ground truth."""
     from faultline.astra.batch import evaluate_incidents, load_corpus
     from faultline.errors import FaultlineError
-    from faultline.outcome import IncidentRef, incident_ref
+    from faultline.outcome import incident_ref
     from faultline.progress import track
     from faultline.runs import finish_run, record_failure, start_run
     from faultline.sade.unit import run_sade
@@ -50,7 +50,7 @@ def evaluate_corpus(conn: duckdb.DuckDBPyConnection, settings: Settings, corpus:
         if load_truth(conn, incident_id) is None:
             continue
         try:
-            ref = incident_ref(conn, incident_id) or IncidentRef(incident_id=incident_id, ticket_id=incident_id)
+            ref = incident_ref(conn, incident_id)
             if ref.snapshot_path:
                 run_sade(settings, ref, conn=conn, network_backend="snapshot", run_id=batch.run_id)
             else:
