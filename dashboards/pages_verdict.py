@@ -17,7 +17,8 @@ from dashboards.query import MartReader
 NO_VERDICT = "no verdict yet"
 NO_VERDICT_FIX = ("Fuse one with faultline verdict INCIDENT (or faultline eval verdict --corpus DIR), then refresh "
                   "the marts (faultline marts refresh) and build again.")
-SECTIONS = [("symptom", "Symptom"), ("evidence", "Evidence about this incident"), ("root_cause", "Root cause"),
+SECTIONS = [("symptom", "Symptom"), ("evidence", "Evidence about this incident"),
+            ("chain", "Event chain (the root event, then its echoes)"), ("root_cause", "Root cause"),
             ("disagreement", "When the sources disagreed"), ("fix", "Fix"), ("verification", "Verification")]
 PROSE = {"symptom": "Symptom", "root_cause": "Root cause", "fix": "Fix", "verification": "Verification"}
 SOURCE_NAMES = {"ticket": "ticket", "network": "network probe", "logs": "log line", "history": "resolved ticket",

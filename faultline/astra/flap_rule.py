@@ -50,15 +50,36 @@ class _Line(Protocol):
 L = TypeVar("L", bound=_Line)
 
 
+def _changes(flap: Flap, lines: Sequence[L]) -> dict[tuple[str | None, str], list[L]]:
+    """Each (device, interface)'s state-change lines: the rule's pattern, or the catalogue classes of its
+    ``states`` with a repeated state kept once (a driver and a daemon both logging one change)."""
+    groups: dict[tuple[str | None, str], list[L]] = {}
+    if flap.pattern is not None:
+        for line in lines:
+            if m := flap.pattern.search(line.text):
+                groups.setdefault((line.device, m.group("iface")), []).append(line)
+        return groups
+    from faultline.events.catalogue import match
+
+    states = dict(flap.states)
+    last: dict[tuple[str | None, str], str] = {}
+    for line in lines:
+        event = match(line.text)
+        if event is None or event.cls not in states or not event.fields.get("iface"):
+            continue
+        key = (line.device, event.fields["iface"])
+        if last.get(key) != states[event.cls]:
+            last[key] = states[event.cls]
+            groups.setdefault(key, []).append(line)
+    return groups
+
+
 def flap_runs(flap: Flap, lines: Sequence[L]) -> list[tuple[L, ...]]:
-    """Per (device, interface), the largest run of the rule's lines within ``window_s`` if it has >= ``min_changes``.
+    """Per (device, interface), the largest run of the rule's changes within ``window_s`` if it has >= ``min_changes``.
 
     ``lines`` in log order. A group with an unstamped line is judged by its count alone.
     """
-    groups: dict[tuple[str | None, str], list[L]] = {}
-    for line in lines:
-        if m := flap.pattern.search(line.text):
-            groups.setdefault((line.device, m.group("iface")), []).append(line)
+    groups = _changes(flap, lines)
     runs = []
     for found in groups.values():
         if len(found) < flap.min_changes:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from faultline.astra.flap_rule import flap_runs
+from faultline.astra.ticket_time import TicketTime, ticket_time
 from faultline.config import Settings
 from faultline.scope.resolve import Scope, build_scope, local_time, scope_lines
 from faultline.truth.taxonomy import Volume, taxonomy
@@ -30,6 +31,7 @@ _SCOPE_SETTINGS = {"log_timezone", "ticket_timezone", "scope_lookback_minutes", 
 if TYPE_CHECKING:
     import duckdb
 
+    from faultline.astra.event_chain import EventChain
     from faultline.astra.records import Incident
 
 MIN_HISTORY = 10
@@ -106,6 +108,7 @@ class Hit:
     df: float | None  # share of history incidents whose logs fire it; None without enough history
     lines: tuple[LogLine, ...]
     note: str  # what fired, in words (volume rules say how many lines against how many)
+    later: bool = False  # an event logged only after the ticket was opened: listed, never the cause
 
 
 def device_of(source_file: str, host: str | None) -> str | None:
@@ -311,11 +314,15 @@ def _score(conn: duckdb.DuckDBPyConnection, settings: Settings, incident: Incide
                 for info in taxonomy().values()}
     hits = []
     focus = _focus(scope)
+    clock = _clock(scope, incident)
     for key, (label, shown, note) in fired.items():
         written = specific[label][_generic(key)]
         df = frequency.get(_generic(key), 0.0) if n_history >= MIN_HISTORY else None
         weight = written * (1 - df) ** 2 if df is not None else written
-        hits.append(Hit(label, key, round(weight, 4), df, _quoted(shown, focus), note))
+        later = False
+        if clock is not None and taxonomy()[label].kind == "event":
+            shown, weight, note, later = _in_time(clock, shown, weight, note)
+        hits.append(Hit(label, key, round(weight, 4), df, _quoted(shown, focus), note, later))
     hits.sort(key=lambda h: (-h.weight, h.label, h.key))
     scores: dict[str, float] = {}
     for hit in hits:
@@ -326,6 +333,47 @@ def _score(conn: duckdb.DuckDBPyConnection, settings: Settings, incident: Incide
                 if echo in scores:
                     scores[echo] = round(scores[echo] * ECHO_SHARE, 4)
     return scores, hits
+
+
+def _clock(scope: Scope, incident: Incident) -> TicketTime | None:
+    """The ticket's times on the log clock; None for a lab incident's own logs (tagged lines, not an archive)."""
+    if any(e.kind == "incident_id" for e in scope.entries):
+        return None
+    return ticket_time(scope, incident.title, incident.description, incident.opened_at)
+
+
+def _in_time(clock: TicketTime, shown: tuple[LogLine, ...], weight: float,
+             note: str) -> tuple[tuple[LogLine, ...], float, str, bool]:
+    """An event's lines judged by the ticket's time: those logged after the ticket was opened are no cause unless
+    the ticket says the problem goes on; the rest count by how near the ticket's moment they are."""
+    before = tuple(line for line in shown if not clock.after_opening(line))
+    after = len(shown) - len(before)
+    if after and not before:
+        if clock.ongoing is None:
+            return shown, 0.0, f"{note}; logged only after the ticket was opened: later, not its cause", True
+        note = (f"{note}; logged after the ticket was opened, counted because the ticket says the problem goes on "
+                f"(\"{clock.ongoing}\")")
+    elif after and clock.ongoing is None:
+        shown = before
+    nearness = max(clock.nearness(line) for line in shown)
+    if nearness < 1.0:
+        away = min(m for line in shown if (m := clock.minutes_away(line)) is not None)
+        note = f"{note}; {away:.0f} minutes from the ticket's moment"
+    return shown, weight * nearness, note, False
+
+
+def event_chain(conn: duckdb.DuckDBPyConnection, incident: Incident, scope: Scope, label: str,
+                hits: list[Hit]) -> EventChain | None:
+    """The chain of the event `label` the analysis named: its root line (the strongest hit's nearest line), the
+    echoes in scope, what came later and what is missing (`faultline.astra.event_chain`)."""
+    from faultline.astra.event_chain import build_chain
+
+    clock = _clock(scope, incident) or ticket_time(scope, incident.title, incident.description, None)
+    mine = [h for h in hits if h.label == label and not h.later and h.weight > 0]
+    if not mine:
+        return None
+    later = [line for h in hits if h.later for line in h.lines]
+    return build_chain(label, mine[0].lines, later, _lines(conn, scope), scope, clock)
 
 
 def analysis_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, incident: Incident, *,
@@ -363,4 +411,5 @@ def clear_cache() -> None:
     _HISTORY_SCOPES.clear()
 
 
-__all__ = ["Hit", "LogLine", "analysis_scope", "clear_cache", "device_of", "history_frequency", "label_scores"]
+__all__ = ["Hit", "LogLine", "analysis_scope", "clear_cache", "device_of", "event_chain", "history_frequency",
+           "label_scores"]

@@ -185,7 +185,10 @@ def write_deterministic(incident: Incident, outputs: dict[str, AgentOutput], cla
         root = stated(causes[0], ev.get(causes[0].claim_id))
     else:
         root = NO_ROOT_CAUSE
-    fix = stated(fixes[0], ev.get(fixes[0].claim_id)) if fixes else NO_FIX
+    chain = _event_chain(outputs, label)
+    if chain:
+        root += " " + chain_sentence(chain)
+    fix = stated(fixes[0], ev.get(fixes[0].claim_id)) if fixes else (generic_guidance(chain) if chain else NO_FIX)
     if fixes and devices and not any(d.lower() in lexical.words(fix) for d in devices):
         # a reference fix already names its ticket or runbook section
         precedent = " (as in a similar resolved ticket)" if fixes[0].agent == "similarity" and \
@@ -199,6 +202,40 @@ def write_deterministic(incident: Incident, outputs: dict[str, AgentOutput], cla
                     devices=devices, components=pick_components(outputs), scope=_scope_of(outputs),
                     missing=missing_sources(outputs), text="")
     return report.model_copy(update={"text": render_markdown(report)})
+
+
+def _event_chain(outputs: dict[str, AgentOutput], label: str | None) -> dict | None:
+    log = outputs.get("log")
+    chain = log.data.get("event_chain") if log else None
+    return chain if isinstance(chain, dict) and chain.get("label") == label else None
+
+
+def chain_sentence(chain: dict) -> str:
+    """The event chain in one or two sentences: the root event where it happened, the far end, what is missing."""
+    root = chain["root"]
+    what = "The root event" if root["role"] == "root" else "No root event was logged; what the logs show"
+    where = " ".join(p for p in (root.get("iface"), f"at {root['at']}" if root.get("at") else None) if p)
+    text = f"{what}: {root['cls'].replace('_', ' ')} on {root.get('device') or 'a device'}{' ' + where if where else ''}"
+    if chain.get("affected_peers"):
+        text += f"; affected peer{'s' if len(chain['affected_peers']) > 1 else ''} (far end): " \
+                f"{', '.join(chain['affected_peers'])}"
+    text += "."
+    if chain.get("missing"):
+        text += f" Missing: {chain['missing']}."
+    return text
+
+
+def generic_guidance(chain: dict) -> str:
+    """The catalogue's next check for the chain's event, said to be generic guidance with its source."""
+    check = chain.get("next_check") or {}
+    if not check.get("text"):
+        return NO_FIX
+    text = (f"Generic guidance for {chain['label'].replace('_', ' ')} (no resolved ticket or runbook section fits; "
+            f"from the vendor event catalogue, not from this incident): {check['text']}")
+    for platform in check.get("commands") or []:
+        text += f" On {platform['platform']}: " + ", ".join(f"`{c}`" for c in platform["commands"]) + \
+                f" ({platform['source']})."
+    return text + f" [Source: {check['source']}]"
 
 
 def _spread(ordered: list[Claim], limit: int) -> list[Claim]:

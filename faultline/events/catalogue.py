@@ -33,13 +33,14 @@ class Check:
 
 @dataclass(frozen=True)
 class Flap:
-    """A count rule: >= ``min_changes`` lines matching ``pattern`` for one interface (its ``iface`` group) of
-    one device within ``window_s`` seconds."""
+    """A count rule: >= ``min_changes`` changes of one interface's state on one device within ``window_s`` seconds;
+    the changes are lines of the classes in ``states`` (class -> "down" or "up"), read by the catalogue."""
 
-    pattern: re.Pattern[str]
+    pattern: None
     min_changes: int
     window_s: float
     weight: float
+    states: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -142,16 +143,17 @@ def _classes(path: Path) -> dict[str, EventClass]:
         check = spec.get("next_check") or {}
         if not check.get("text") or not check.get("source"):
             raise ValueError(f"{path.name}: class {name!r} needs next_check.text and next_check.source")
-        flaps = tuple(Flap(re.compile(f["re"], re.IGNORECASE), int(f["min_changes"]), float(f["window_s"]),
-                           float(f.get("weight", 1.0))) for f in spec.get("flap") or [])
+        flaps = tuple(Flap(None, int(f["min_changes"]), float(f["window_s"]), float(f.get("weight", 1.0)),
+                           tuple((str(c), str(v)) for c, v in f["states"].items())) for f in spec.get("flap") or [])
         found[name] = EventClass(name, spec["category"], spec["family"], spec["role"], _text(spec["summary"]),
                                  Check(_text(check["text"]), _text(check["source"])),
                                  float(spec.get("weight", 0.5)), tuple(spec.get("explains") or ()),
                                  tuple(spec.get("event_types") or ()), flaps)
     for cls in found.values():
-        unknown = [e for e in cls.explains if e not in found]
+        unknown = [e for e in cls.explains if e not in found] + [c for f in cls.flaps for c, _s in f.states
+                                                                 if c not in found]
         if unknown:
-            raise ValueError(f"{path.name}: class {cls.name!r} explains unknown classes {unknown}")
+            raise ValueError(f"{path.name}: class {cls.name!r} names unknown classes {unknown}")
     return found
 
 
@@ -199,6 +201,7 @@ def catalogue() -> Catalogue:
     return Catalogue(classes, platforms)
 
 
+@lru_cache(maxsize=65_536)  # a night reads the same archive lines for many tickets and rounds
 def match(text: str) -> EventMatch | None:
     """The event a log line is, by the first message of the catalogue whose pattern it matches; else None."""
     for message in catalogue().messages:

@@ -1,5 +1,5 @@
-"""The one root-cause taxonomy: every NIKA fault label and operator/physical event with its category, summary,
-log signals and echoes (`taxonomy.yml`), and the rubric's families and domains (`rubric.yml`).
+"""The one root-cause taxonomy: every NIKA fault label with its category, summary and log signals (`taxonomy.yml`),
+every event class of the vendor event catalogue (`faultline/events`), and the rubric's families and domains.
 
     tax = taxonomy()
     tax["bgp_acl_block"].summary, "link_down" in tax, tax.family_of("bgp_acl_block"), tax.domain_of("link_down")
@@ -48,12 +48,17 @@ class Volume:
 @dataclass(frozen=True)
 class Flap:
     """A count rule: >= ``min_changes`` lines matching ``pattern`` for one interface (its ``iface`` group) of
-    one device within ``window_s`` seconds (an interface going down and up again and again)."""
+    one device within ``window_s`` seconds (an interface going down and up again and again).
 
-    pattern: re.Pattern[str]
+    ``states``: instead of one pattern, the event classes whose lines are state changes ("down"/"up"), read by
+    the vendor event catalogue; repeated lines of one state count once (a kernel and a daemon both logging it).
+    """
+
+    pattern: re.Pattern[str] | None
     min_changes: int
     window_s: float
     weight: float
+    states: tuple[tuple[str, str], ...] = ()
 
 
 Kind = Literal["fault", "event"]
@@ -76,6 +81,7 @@ class Label:
     flaps: tuple[Flap, ...] = ()
     explains: tuple[str, ...] = ()  # entries whose lines echo this one elsewhere (see the taxonomy file)
     consequence: bool = False  # an event that only shows some other cause's effect: evidence, never the label
+    role: str = "fault"  # an event's catalogue role: root, symptom, echo, recovery or context
 
 
 @dataclass(frozen=True)
@@ -102,11 +108,11 @@ class Taxonomy(Mapping[str, Label]):
         return id(self)
 
     def family_of(self, label: str | None) -> str | None:
-        """The rubric family of a NIKA label (None for an unknown name or an operator event)."""
-        return self.families.get(label) if label else None
+        """The rubric family of a NIKA label or an event class (None for an unknown name)."""
+        return self.families.get(label) if label else None  # events: their catalogue class's family
 
     def domain_of(self, label: str) -> str | None:
-        """The rubric domain of a NIKA label (None for an unknown name or an operator event)."""
+        """The rubric domain of a NIKA label or an event class (None for an unknown name)."""
         family = self.families.get(label)
         return self.domains.get(family) if family else None
 
@@ -126,16 +132,33 @@ def _entry(name: str, category: str, spec: dict, kind: Kind) -> Label:
                  bool(spec.get("consequence")))
 
 
+def _event_entries() -> dict[str, Label]:
+    """The vendor event catalogue's classes as entries: every platform's messages for a class are its signals
+    (recovery and context classes have none: an interface coming up or a login is never a cause)."""
+    from faultline.events.catalogue import catalogue
+
+    cat = catalogue()
+    out: dict[str, Label] = {}
+    for cls in cat.classes.values():
+        scoring = cls.role in ("root", "symptom", "echo")
+        signals = tuple(Signal(m.pattern, m.weight if m.weight is not None else cls.weight)
+                        for m in cat.messages_of(cls.name)) if scoring else ()
+        flaps = tuple(Flap(f.pattern, f.min_changes, f.window_s, f.weight, f.states) for f in cls.flaps)
+        out[cls.name] = Label(cls.name, cls.category, cls.summary, signals, (), "event", cls.event_types, flaps,
+                              cls.explains, cls.role == "echo", cls.role)
+    return out
+
+
 def _entries() -> dict[str, Label]:
     data = yaml.safe_load(TAXONOMY_FILE.read_text(encoding="utf-8"))
     labels: dict[str, Label] = {}
     for category, body in data["categories"].items():
         for name, spec in body["labels"].items():
             labels[name] = _entry(name, category, spec, "fault")
-    for name, spec in (data.get("events") or {}).items():
+    for name, entry in _event_entries().items():
         if name in labels:
-            raise ValueError(f"{TAXONOMY_FILE.name}: event {name!r} has the name of a fault label")
-        labels[name] = _entry(name, spec["category"], spec, "event")
+            raise ValueError(f"faultline/events/classes.yml: event class {name!r} has the name of a fault label")
+        labels[name] = entry
     return labels
 
 
@@ -145,9 +168,21 @@ def taxonomy() -> Taxonomy:
     from faultline.nika.labels import catalogue
 
     rubric = yaml.safe_load(RUBRIC_FILE.read_text(encoding="utf-8"))
-    return Taxonomy(entries=_entries(), families=dict(rubric["labels"]), domains=dict(rubric["families"]),
+    entries = _entries()
+    families = dict(rubric["labels"]) | _event_families(rubric)
+    return Taxonomy(entries=entries, families=families, domains=dict(rubric["families"]),
                     categories={info.label: info.category for info in catalogue()},
                     no_fault=frozenset(rubric["no_fault_categories"]))
+
+
+def _event_families(rubric: dict) -> dict[str, str]:
+    from faultline.events.catalogue import catalogue
+
+    found = {c.name: c.family for c in catalogue().classes.values()}
+    unknown = sorted({f for f in found.values() if f not in rubric["families"]})
+    if unknown:
+        raise ValueError(f"faultline/events/classes.yml names families {unknown} that {RUBRIC_FILE.name} lacks")
+    return found
 
 
 @lru_cache(maxsize=1)

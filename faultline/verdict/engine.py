@@ -24,9 +24,10 @@ _LEAD = re.compile(r"^(?:fix(?:ed)?|resolution|workaround)\s*:\s*", re.IGNORECAS
 
 
 def _category(labels: list[str]) -> str | None:
-    from faultline.nika.labels import category_of
+    from faultline.truth.taxonomy import taxonomy
 
-    return category_of(labels[0]) if labels else None
+    entry = taxonomy().get(labels[0]) if labels else None
+    return entry.category if entry else None  # a NIKA label's category, or an event class's
 
 
 def _summary(label: str) -> str:
@@ -51,7 +52,7 @@ def _disagreement(decision: Decision, ops: list[Opinion], healthy: bool) -> str:
 
 
 def _fix(labels: list[str], devices: list[str], objects: list[str], found: list[Precedent],
-         docs: list[DocSection]) -> tuple[str, bool]:
+         docs: list[DocSection], chain: dict | None = None) -> tuple[str, bool]:
     where = ", ".join(devices) or "the affected device"
     target = f" The state to undo, as the probes show it: \"{objects[0]}\"." if objects else ""
     with_fix = [p for p in found if p.fixes]
@@ -63,9 +64,22 @@ def _fix(labels: list[str], devices: list[str], objects: list[str], found: list[
         text = (f"On {where}: follow the documentation for {', '.join(labels)} ({docs[0].title}): "
                 f"{ev.quote_of(docs[0].text)}{target}")
         return text, True
+    if chain:
+        from faultline.astra.report import NO_FIX, generic_guidance
+
+        guidance = generic_guidance(chain)
+        if guidance != NO_FIX:
+            return f"On {where}: {guidance}{target}", False
     text = (f"{NO_FIX_YET} for {', '.join(labels)} on {where}: no resolved incident or documentation section "
             f"covers this fault. Start from the evidence above.{target}")
     return text, False
+
+
+def _chain(inputs: Inputs, labels: list[str]) -> dict | None:
+    """ASTRA's event chain, when the verdict names the event it is the chain of."""
+    log = inputs.outputs.get("log")
+    chain = log.data.get("event_chain") if log else None
+    return chain if isinstance(chain, dict) and labels and chain.get("label") == labels[0] else None
 
 
 def _verification(inputs: Inputs, flags: list, claims: ev.Claims) -> str:
@@ -103,6 +117,8 @@ def build(conn: duckdb.DuckDBPyConnection, settings: Settings, inputs: Inputs) -
     if logs is not None and logs.labels and "logs" in decision.disagreeing:
         ev.log_claims(claims, rows, logs.labels, logs.devices, section="disagreement",
                       lead="The logs point elsewhere: ")
+    chain = _chain(inputs, labels)
+    ev.chain_claims(claims, chain)
     before = inputs.incident.opened_at
     found = precedents(conn, labels, before=before, similar=inputs.similar) if labels else []
     docs = doc_sections(conn, labels) if labels else []
@@ -123,7 +139,12 @@ def build(conn: duckdb.DuckDBPyConnection, settings: Settings, inputs: Inputs) -
             root += f" Shown by the {shown[0].citation.source}: {shown[0].text} — \"{shown[0].quote}\"."
         if not shown_in_logs and rows:
             root += f" The {len(rows)} log lines in scope show nothing about {name}."
-        fix, fix_known = _fix(labels, devices, [f.evidence for f in flags if f.strength == "strong"], found, docs)
+        if chain:
+            from faultline.astra.report import chain_sentence
+
+            root += " " + chain_sentence(chain)
+        fix, fix_known = _fix(labels, devices, [f.evidence for f in flags if f.strength == "strong"], found, docs,
+                              chain)
         verification = _verification(inputs, flags, claims)
     elif healthy:
         status = "healthy"

@@ -166,6 +166,28 @@ def log_claims(claims: Claims, rows: list[tuple], labels: list[str], devices: li
     return len(lines)
 
 
+def chain_claims(claims: Claims, chain: dict | None) -> int:
+    """The event chain ASTRA's log agent found (root event, then its echoes on both ends, then what came later),
+    one claim per line, each quoting its log line; how many were added."""
+    if not chain:
+        return 0
+    rows = [(chain["root"], "Root event" if chain["root"]["role"] == "root" else "Observed (no root event logged)")]
+    rows += [(e, "Echo at the far end (affected peer)" if e["end"] == "far" else "Echo on the same device")
+             for e in chain.get("echoes") or []]
+    rows += [(e, "Context on the device") for e in chain.get("context") or []]
+    rows += [(e, "Later, after the ticket was opened (not its cause)") for e in chain.get("later") or []]
+    for event, lead in rows:
+        words = " ".join(p for p in (event.get("iface"), f"peer {event['peer']}" if event.get("peer") else None,
+                                     f"({event['reason']})" if event.get("reason") else None,
+                                     f"by {event['user']}" if event.get("user") else None) if p)
+        when = f" at {event['at']}" if event.get("at") else ""
+        claims.add("chain", f"{lead}: {event['cls'].replace('_', ' ')} on {event.get('device') or '?'}"
+                            f"{' ' + words if words else ''}{when}", event["quote"],
+                   Citation(source="logs", ref=f"{event['source_file']}:{event['line_no']}", device=event.get("device"),
+                            detail="log line in scope"))
+    return len(rows)
+
+
 def reference_claims(claims: Claims, precedents: list[Precedent], docs: list[DocSection]) -> None:
     """Precedents and documentation sections, as reference material in the resolution."""
     for p in precedents:

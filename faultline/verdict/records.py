@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 SourceName = Literal["ticket", "network", "logs", "history", "docs"]
-Section = Literal["symptom", "evidence", "root_cause", "fix", "verification", "disagreement"]
+Section = Literal["symptom", "evidence", "chain", "root_cause", "fix", "verification", "disagreement"]
 # VERIFIED: the quoted source is about this incident (its ticket, its logs in scope, its network's probe output);
 # REFERENCE: about other incidents or faults of this kind (resolved tickets, documentation): how such a fault is
 # found or fixed, never proof that it happened here.

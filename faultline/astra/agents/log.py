@@ -146,9 +146,12 @@ class LogAgent:
                                     aspect="symptom", quotes=[line.text]))
             key_texts.append(line.text.strip())
         ordered = sorted(shown, key=lambda line: (line.ts is None, line.ts or 0, line.source_file, line.line_no))
-        chain = [f"{h.lines[0].device or '?'}: {cap(h.lines[0].text.strip(), 160)}" for h in hits[:3] if h.weight > 0]
-        chain += [f"{line.host or '?'}: {cap(line.text.strip(), 160)}" for line in ordered]
+        causal = [f"{h.lines[0].device or '?'}: {cap(h.lines[0].text.strip(), 160)}" for h in hits[:3] if h.weight > 0]
+        causal += [f"{line.host or '?'}: {cap(line.text.strip(), 160)}" for line in ordered]
         devices = cause_devices  # without a label the logs blame no device (fault lines alone are symptoms)
+        chain = self._chain(task, scope, label, hits) if info is not None and info.kind == "event" else None
+        if chain is not None and chain.root.device:
+            devices = [chain.root.device] + [d for d in devices if d != chain.root.device]
         hosts = sorted({line.host for line in lines if line.host})
         parts = [(f"Log analysis: {excerpt.input_lines} log lines from {len(hosts)} source(s) "
                   f"({', '.join(hosts[:12])}); the filter kept {len(excerpt.lines)} lines.")]
@@ -159,12 +162,21 @@ class LogAgent:
                          + "; ".join(h.note for h in support) + ".")
         else:
             parts.append("The log lines match no fault label of the taxonomy strongly enough to name one.")
+        if chain is not None:
+            parts.append("Event chain (the cause before its echoes):")
+            parts += [f"- {line}" for line in chain.lines()]
+            if chain.affected_peers:
+                parts.append(f"Affected peers (the far end): {', '.join(chain.affected_peers)}.")
+        later = [h for h in hits if h.later]
+        if later and chain is None:
+            parts.append("Logged after the ticket was opened (later, not its cause): "
+                         + "; ".join(f"{h.lines[0].device or '?'}: {h.lines[0].text.strip()}" for h in later[:3]))
         if findings:
             parts.append("Key log lines (verbatim):")
             for f in findings:
                 parts.append(f"- {f.text}")
                 parts.extend(f"  {q.strip()}" for q in f.quotes if q.strip() not in f.text)
-            parts.append("Causal chain (time order): " + " -> ".join(chain))
+            parts.append("Causal chain (time order): " + " -> ".join(causal))
         else:
             parts.append("No error, fault, state-change or anomaly lines were found in the logs.")
         return AgentOutput(agent="log", round=task.round, query=task.query, text="\n".join(parts), findings=findings,
@@ -173,7 +185,17 @@ class LogAgent:
                                  "level_counts": excerpt.level_counts, "label_scores": scores,
                                  "signals": [{"label": h.label, "signal": h.key, "weight": h.weight,
                                               "history_df": h.df, "note": h.note} for h in hits[:20]],
-                                 "causal_chain": chain, "ticket_terms": list(excerpt.ticket_terms)})
+                                 "causal_chain": causal, "ticket_terms": list(excerpt.ticket_terms),
+                                 **({"event_chain": chain.as_data()} if chain is not None else {})})
+
+    def _chain(self, task: AgentTask, scope, label: str, hits):  # -> EventChain | None
+        from faultline.astra.log_signals import event_chain
+
+        cursor = self.deps.conn.cursor()
+        try:
+            return event_chain(cursor, task.incident, scope, label, hits)
+        finally:
+            cursor.close()
 
     def _llm(self, task: AgentTask, excerpt) -> AgentOutput:
         from faultline.llm import complete_json
