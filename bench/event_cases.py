@@ -30,11 +30,12 @@ VARIANTS = ("device", "peer", "vague")
 _STAMP = re.compile(r"^(?:<\d+>)?(?:\d+: )?[*.]?(?:[A-Z][a-z]{2} +\d{1,2} (?:\d{4} )?\d\d:\d\d:\d\d(?:\.\d+)?"
                     r"(?: [A-Z]{2,4})?:?|\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s+")
 _HOST_THEN_TAG = re.compile(r"^[\w.-]+ (?=[%\w./-]+(?:\[\d+\])?: )")
+_LEVEL = re.compile(r"^\[[A-Z]+\] ")  # a file logger's "[INFO] " before the program name
 
 
 def body(sample: str) -> str:
     """The sample without its own syslog header (the archive's collector writes one)."""
-    text = _STAMP.sub("", sample.strip(), count=1)
+    text = _LEVEL.sub("", _STAMP.sub("", sample.strip(), count=1), count=1)
     return _HOST_THEN_TAG.sub("", text, count=1)
 
 

@@ -131,13 +131,13 @@ def build_chain(label: str, root_lines: Sequence[LogLine], later_lines: Sequence
     explained = _explained(label)
     echoes: list[ChainEvent] = []
     context: list[ChainEvent] = []
+    lo, hi = timedelta(seconds=CONTEXT_BEFORE_S), timedelta(seconds=ECHO_AFTER_S)
     for line in lines:
-        if line is root_line:
+        if (line.source_file, line.line_no) == (root_line.source_file, root_line.line_no):
             continue
         at = clock.at(line)
-        if root_at is not None and at is not None:
-            if not (root_at - timedelta(seconds=CONTEXT_BEFORE_S) <= at <= root_at + timedelta(seconds=ECHO_AFTER_S)):
-                continue
+        if root_at is not None and at is not None and not root_at - lo <= at <= root_at + hi:
+            continue
         event = _event(line, clock)
         if event is None:
             continue

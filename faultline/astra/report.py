@@ -215,7 +215,8 @@ def chain_sentence(chain: dict) -> str:
     root = chain["root"]
     what = "The root event" if root["role"] == "root" else "No root event was logged; what the logs show"
     where = " ".join(p for p in (root.get("iface"), f"at {root['at']}" if root.get("at") else None) if p)
-    text = f"{what}: {root['cls'].replace('_', ' ')} on {root.get('device') or 'a device'}{' ' + where if where else ''}"
+    device = root.get("device") or "a device"
+    text = f"{what}: {root['cls'].replace('_', ' ')} on {device}{' ' + where if where else ''}"
     if chain.get("affected_peers"):
         text += f"; affected peer{'s' if len(chain['affected_peers']) > 1 else ''} (far end): " \
                 f"{', '.join(chain['affected_peers'])}"
