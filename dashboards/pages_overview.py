@@ -68,10 +68,8 @@ def _sub_runs(reader: MartReader, run: dict[str, Any]) -> Html | str:
                                     for s in subs[:SUB_RUNS_LISTED]])
         more = (tag("p", f"… and {len(subs) - SUB_RUNS_LISTED} more.", class_="note")
                 if len(subs) > SUB_RUNS_LISTED else "")
-        opened = " open" if any(s["status"] == "failed" for s in bad) else ""  # a failure shows without a click
-        blocks.append(Html(f'<details class="sub-runs{" has-failed" if bad else ""}" data-kind="{esc(kind)}"'
-                           f"{opened}><summary>{esc(sub_run_summary(kind, subs))}</summary>{listed}"
-                           f"{esc(more)}</details>"))
+        blocks.append(Html(f'<details class="sub-runs{" has-failed" if bad else ""}" data-kind="{esc(kind)}">'
+                           f"<summary>{esc(sub_run_summary(kind, subs))}</summary>{listed}{esc(more)}</details>"))
     return join(blocks)
 
 

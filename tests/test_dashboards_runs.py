@@ -78,7 +78,7 @@ def test_a_nightly_is_one_row_with_its_sub_runs_grouped_under_it_and_standalone_
         "ingest_incidents ×1, all ok", f"ingest_inventory ×{INVENTORIES}, all ok", "ingest_logs ×1, all ok"]
 
     inventories = night.locator("details.sub-runs[data-kind='ingest_inventory']")
-    assert inventories.get_attribute("open") is None  # folded: all went well
+    assert inventories.get_attribute("open") is None  # folded until opened
     listed = inventories.locator("table.sub-runs tbody tr")
     assert listed.count() == INVENTORIES and not listed.first.is_visible()
     inventories.locator("summary").click()
@@ -98,12 +98,13 @@ def test_a_failed_sub_run_shows_on_its_parent(conn, browser, tmp_path):
     assert _top_rows(page)[0]["status"] == "completed; 2 sub-run(s) failed"
     inventories = night.locator("details.sub-runs[data-kind='ingest_inventory']")
     assert inventories.locator("summary").inner_text() == f"ingest_inventory ×{INVENTORIES}, 2 failed, 18 ok"
-    assert inventories.get_attribute("open") is not None  # a failure shows without a click
+    assert "has-failed" in inventories.get_attribute("class")  # stands out, folded
+    inventories.locator("summary").click()
     failed = inventories.locator("table.sub-runs tbody tr.sub-run-failed")
     assert failed.count() == 2 and failed.first.is_visible()
     first = failed.first.inner_text()
     assert runs["inventories"][0] in first and "hosts.yaml is not a mapping" in first
-    assert night.locator("details.sub-runs[data-kind='ingest_logs']").get_attribute("open") is None
+    assert "has-failed" not in night.locator("details.sub-runs[data-kind='ingest_logs']").get_attribute("class")
     assert page.locator("table.runs > tbody > tr.sub-run-failed").count() == 1  # the standalone runs are fine
 
 
