@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from typing import Any
 
-from dashboards.html import Html, incident_href, join, link, no_data, table, tag
+from dashboards.html import Html, esc, incident_href, join, link, no_data, table, tag
 from dashboards.query import MartReader
 
-RUNS_SHOWN = 25
+RUNS_SHOWN = 25  # top-level runs; their sub-runs are grouped under them, not counted here
+SUB_RUNS_LISTED = 100  # per kind under one run: a night's ingests may run into the hundreds
 
 
 def _stats(text: str | None) -> str:
@@ -26,19 +28,76 @@ def _stats(text: str | None) -> str:
     return out if len(out) <= 240 else out[:239] + "…"
 
 
+def _status(run: dict[str, Any]) -> str:
+    """A run's status, with what went wrong in the runs started inside it."""
+    text = run["status"] + (" (open)" if run["is_open"] else "")
+    troubles = [f"{run['failed_sub_runs']} sub-run(s) failed" if run["failed_sub_runs"] else "",
+                f"{run['sub_runs_with_failures']} with failures" if run["sub_runs_with_failures"] else "",
+                f"{run['open_sub_runs']} open" if run["open_sub_runs"] else ""]
+    return "; ".join([text, *(t for t in troubles if t)])
+
+
+def sub_run_summary(kind: str, runs: list[dict[str, Any]]) -> str:
+    """One kind of sub-run in a line: ``ingest_inventory ×20, all ok`` or ``ingest_logs ×3, 1 failed, 2 ok``."""
+    ok = sum(r["status"] == "completed" for r in runs)
+    if ok == len(runs):
+        return f"{kind} ×{len(runs)}, all ok"
+    counts = [(sum(r["status"] == "failed" for r in runs), "failed"),
+              (sum(r["status"] == "completed_with_failures" for r in runs), "with failures"),
+              (sum(r["is_open"] for r in runs), "open"), (ok, "ok")]
+    return ", ".join([f"{kind} ×{len(runs)}", *(f"{n} {what}" for n, what in counts if n)])
+
+
+def _sub_runs(reader: MartReader, run: dict[str, Any]) -> Html | str:
+    """The run's sub-runs grouped by kind, each group a <details> listing its runs; '-' when it has none."""
+    if not run["sub_runs"]:
+        return "-"
+    under = reader.rows("mart_runs", where={"top_run_id": run["run_id"], "is_top_level": False},
+                        order_by=["started_at", "run_id"])
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for sub in under:
+        groups.setdefault(sub["kind"], []).append(sub)
+    blocks = []
+    for kind, subs in groups.items():
+        bad = [s for s in subs if s["status"] != "completed"]
+        listed = table(["started", "status", "seconds", "failures", "counts", "error", "run id"],
+                       [[s["started_at"], s["status"] + (" (open)" if s["is_open"] else ""), s["seconds"],
+                         s["failures"], _stats(s["stats"]), (s["error"] or "-")[:300], s["run_id"]]
+                        for s in subs[:SUB_RUNS_LISTED]], class_="sub-runs", digits=1,
+                       row_classes=[None if s["status"] == "completed" else "sub-run-failed"
+                                    for s in subs[:SUB_RUNS_LISTED]])
+        more = (tag("p", f"… and {len(subs) - SUB_RUNS_LISTED} more.", class_="note")
+                if len(subs) > SUB_RUNS_LISTED else "")
+        blocks.append(Html(f'<details class="sub-runs{" has-failed" if bad else ""}" data-kind="{esc(kind)}">'
+                           f"<summary>{esc(sub_run_summary(kind, subs))}</summary>{listed}{esc(more)}</details>"))
+    return join(blocks)
+
+
+def runs_section(reader: MartReader) -> list[Html]:
+    """"Latest runs": the newest top-level runs, each with the runs started inside it grouped by kind."""
+    parts = [tag("h2", "Latest runs")]
+    columns = reader.columns("mart_runs")
+    if columns and "is_top_level" not in columns:  # built by an older Faultline: it cannot tell sub-runs apart
+        return [*parts, no_data("the runs mart predates sub-runs (faultline marts refresh rebuilds it)")]
+    runs = reader.rows("mart_runs", where={"is_top_level": True}, order_by=["started_at desc", "run_id"],
+                       limit=RUNS_SHOWN)
+    if not runs:
+        return [*parts, no_data("no run recorded", reader.missing & {"mart_runs"})]
+    parts.append(table(["started", "kind", "status", "seconds", "failures", "LLM calls", "counts", "sub-runs",
+                        "run id"],
+                       [[r["started_at"], r["kind"], _status(r), r["seconds"], r["failures"], r["llm_calls"],
+                         _stats(r["stats"]), _sub_runs(reader, r), r["run_id"]] for r in runs],
+                       class_="runs", digits=1,
+                       row_classes=["sub-run-failed" if r["failed_sub_runs"] else None for r in runs]))
+    parts.append(tag("p", f"Showing the {len(runs)} most recent run(s) started on their own; the runs started "
+                          "inside one (a nightly's ingests, an ingest's inventories) are grouped under it by kind.",
+                     class_="note"))
+    return parts
+
+
 def index_page(reader: MartReader) -> Html:
     """Latest runs, per-method counts and scores, agreement and failures."""
-    parts: list[Html] = []
-    runs = reader.rows("mart_runs", order_by=["started_at desc", "run_id"], limit=RUNS_SHOWN)
-    parts.append(tag("h2", "Latest runs"))
-    if runs:
-        parts.append(table(["started", "kind", "status", "seconds", "failures", "LLM calls", "counts", "run id"],
-                           [[r["started_at"], r["kind"], r["status"] + (" (open)" if r["is_open"] else ""),
-                             r["seconds"], r["failures"], r["llm_calls"], _stats(r["stats"]), r["run_id"]]
-                            for r in runs], class_="runs", digits=1))
-        parts.append(tag("p", f"Showing the {len(runs)} most recent run(s).", class_="note"))
-    else:
-        parts.append(no_data("no run recorded", reader.missing & {"mart_runs"}))
+    parts: list[Html] = runs_section(reader)
 
     parts.append(tag("h2", "Methods"))
     methods = reader.rows("mart_method_overview", order_by=["method_family", "method"])

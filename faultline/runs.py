@@ -17,14 +17,16 @@ RunStatus = Literal["running", "completed", "completed_with_failures", "failed"]
 
 
 def start_run(conn: duckdb.DuckDBPyConnection, kind: str, *, settings: Any = None,
-              prefect_flow_run_id: str | None = None, run_id: str | None = None) -> str:
-    """Insert a `running` run row and return its id."""
+              prefect_flow_run_id: str | None = None, run_id: str | None = None,
+              parent_run_id: str | None = None) -> str:
+    """Insert a `running` run row and return its id; `parent_run_id` names the run this one was started inside
+    (None for a run started on its own)."""
     run_id = run_id or str(uuid.uuid4())
     payload = settings.model_dump_json() if hasattr(settings, "model_dump_json") else json.dumps(settings, default=str)
     conn.execute(
-        "INSERT INTO runs (run_id, kind, started_at, status, prefect_flow_run_id, settings) "
-        "VALUES (?, ?, now(), 'running', ?, ?)",
-        [run_id, kind, prefect_flow_run_id, payload],
+        "INSERT INTO runs (run_id, kind, started_at, status, prefect_flow_run_id, settings, parent_run_id) "
+        "VALUES (?, ?, now(), 'running', ?, ?, ?)",
+        [run_id, kind, prefect_flow_run_id, payload, parent_run_id],
     )
     return run_id
 

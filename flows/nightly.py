@@ -63,7 +63,7 @@ def nightly_flow(corpus: str | None = None, limit: int | None = None, incidents:
         with run.stage("ingest"):
             ingested = ingest_corpus(run.cursor(), settings, Path(corpus), prefect_flow_run_id=run.prefect_flow_run_id,
                                      ingest_folder=ingest_incidents_task.with_options(**sql),
-                                     ingest_file=ingest_file_task) if corpus else []
+                                     ingest_file=ingest_file_task, parent_run_id=run.run_id) if corpus else []
         with run.stage("index", "syncing the search indexes"):
             for kind in ("tickets", "docs"):
                 sync_index_task.with_options(**sql)(run.cursor(), settings, kind)

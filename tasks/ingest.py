@@ -22,6 +22,8 @@ def ingest_file_task(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: 
 
 
 @task(name="ingest-incidents", cache_policy=NO_CACHE, task_run_name="ingest incidents: {folder.name}")
-def ingest_incidents_task(conn: duckdb.DuckDBPyConnection, settings: Settings, folder: Path) -> IncidentIngestReport:
-    """Ingest one generated corpus folder (tickets, device logs, snapshots, ground truth); what it loaded."""
-    return ingest_incidents(conn, settings, [folder])
+def ingest_incidents_task(conn: duckdb.DuckDBPyConnection, settings: Settings, folder: Path, *,
+                          parent_run_id: str | None = None) -> IncidentIngestReport:
+    """Ingest one generated corpus folder (tickets, device logs, snapshots, ground truth) as a run inside the run
+    `parent_run_id`; what it loaded."""
+    return ingest_incidents(conn, settings, [folder], parent_run_id=parent_run_id)

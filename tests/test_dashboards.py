@@ -176,9 +176,12 @@ def test_every_page_loads_in_chromium_clean_offline_with_working_links(built, br
 def test_index_shows_the_runs_methods_agreement_and_failures(built, browser, tmp_path) -> None:
     conn, site, _, batch = built
     page = _open(browser, site.out_dir, site.index, tmp_path)
-    runs = page.locator("table.runs tbody tr")
-    assert runs.count() == conn.execute("SELECT count(*) FROM runs").fetchone()[0]
-    astra_run = page.locator("table.runs tr", has_text=batch.run_id)
+    runs = page.locator("table.runs > tbody > tr")  # the runs started on their own; the others grouped under them
+    assert runs.count() == conn.execute("SELECT count(*) FROM runs WHERE parent_run_id IS NULL").fetchone()[0]
+    parents = conn.execute("SELECT count(DISTINCT parent_run_id) FROM runs WHERE kind = 'ingest_inventory'"
+                           ).fetchone()[0]  # the corpus's ingest_incidents runs, each with the inventories it found
+    assert parents > 0 and page.locator("details.sub-runs[data-kind='ingest_inventory'] summary").count() == parents
+    astra_run = page.locator("table.runs > tbody > tr", has_text=batch.run_id)
     assert "eval_astra" in astra_run.inner_text() and "completed_with_failures" in astra_run.inner_text()
     methods = {r.split("\t")[0]: r.split("\t") for r in page.locator("table.methods tbody tr").all_inner_texts()}
     assert set(methods) == {"verdict", "astra", "sade", "flat"}

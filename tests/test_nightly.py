@@ -109,6 +109,19 @@ def test_a_failed_incident_is_a_row_and_the_run_goes_on(night):
     assert [f["incident_id"] for f in summary["failures"]] == ["sample-backlog-009"]
 
 
+def test_the_runs_the_night_starts_are_its_sub_runs(night):
+    settings, _, summary = night
+    night_id = summary["run_id"]
+    assert _rows(settings, "SELECT parent_run_id FROM runs WHERE run_id = ?", [night_id]) == [(None,)]
+    children = _rows(settings, "SELECT run_id, kind FROM runs WHERE parent_run_id = ? ORDER BY started_at", [night_id])
+    assert [kind for _, kind in children] == ["ingest_incidents", "ingest_incidents", "ingest_docs"]  # history, backlog
+    incident_runs = [run_id for run_id, kind in children if kind == "ingest_incidents"]
+    inventories = _rows(settings, "SELECT parent_run_id, count(*) FROM runs WHERE kind = 'ingest_inventory' "
+                                  "GROUP BY ALL ORDER BY 2")
+    assert {parent for parent, _ in inventories} == set(incident_runs)  # each inside the folder's run that found it
+    assert sum(n for _, n in inventories) == len(list(SAMPLE.glob("*/inventory/*/hosts.yaml")))
+
+
 def test_task_runs_are_named_by_incident_and_the_summary_is_an_artifact(night):
     import asyncio
 

@@ -351,16 +351,17 @@ def ingest_many(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, 
 def ingest_paths(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, paths: Iterable[Path], *,
                  force: bool = False, run_id: str | None = None, progress: bool = False,
                  prefect_flow_run_id: str | None = None, per_file: Callable[..., FileReport] | None = None,
-                 **options: Any) -> IngestReport:
+                 parent_run_id: str | None = None, **options: Any) -> IngestReport:
     """Ingest files or folders of one kind as one run; one bad file never stops the others.
 
-    ``per_file`` replaces `ingest_one` (the Prefect flow passes it wrapped as a task).
+    ``per_file`` replaces `ingest_one` (the Prefect flow passes it wrapped as a task); ``parent_run_id`` names the
+    run this one is part of (the nightly's).
     """
     if kind not in KINDS:
         raise FaultlineError(f"unknown ingest kind {kind!r}", fix=f"use one of {', '.join(KINDS)}")
     files = expand_paths(kind, list(paths))
     run_id = start_run(conn, f"ingest_{kind}", settings=settings, run_id=run_id,
-                       prefect_flow_run_id=prefect_flow_run_id)
+                       prefect_flow_run_id=prefect_flow_run_id, parent_run_id=parent_run_id)
     from faultline.progress import track
 
     tracked = track(files, description=f"ingest {kind}", enabled=progress)

@@ -97,11 +97,16 @@ def inventory_folders(paths: list[Path]) -> list[Path]:
 
 
 def ingest_incidents(conn: duckdb.DuckDBPyConnection, settings: Settings, paths: list[Path], *,
-                     force: bool = False, progress: bool = False) -> IncidentIngestReport:
-    """Load every incident under `paths`; one broken incident is a failure row, the others go on."""
+                     force: bool = False, progress: bool = False,
+                     parent_run_id: str | None = None) -> IncidentIngestReport:
+    """Load every incident under `paths`; one broken incident is a failure row, the others go on.
+
+    ``parent_run_id`` names the run this one is part of (the nightly's); each inventory found is a run of its own
+    inside this one.
+    """
     from faultline.progress import track
 
-    run_id = start_run(conn, "ingest_incidents", settings=settings)
+    run_id = start_run(conn, "ingest_incidents", settings=settings, parent_run_id=parent_run_id)
     report = IncidentIngestReport(run_id)
     with failed_on_raise(conn, run_id):  # a full disk stops the run (faultline.diskspace)
         folders = incident_folders(paths)
@@ -120,7 +125,8 @@ def ingest_incidents(conn: duckdb.DuckDBPyConnection, settings: Settings, paths:
         from faultline.ingest.inventory import ingest_inventory
 
         for folder in inventory_folders(paths):
-            inventory = ingest_inventory(conn, settings, folder, name=folder.name, force=force)  # its own run
+            inventory = ingest_inventory(conn, settings, folder, name=folder.name, force=force,
+                                         parent_run_id=run_id)  # a run of its own, inside this one
             report.files.extend(inventory.files)
     failed_files = any(f.status == "failed" for f in report.files)
     status = "completed" if not (report.failed or failed_files) else "completed_with_failures"

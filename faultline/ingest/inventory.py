@@ -27,13 +27,15 @@ _TARGETS = ("inventory_hosts", "inventory_links")
 
 
 def ingest_inventory(conn: duckdb.DuckDBPyConnection, settings: Settings, path: Path, *, name: str | None = None,
-                     force: bool = False, run_id: str | None = None) -> IngestReport:
+                     force: bool = False, run_id: str | None = None,
+                     parent_run_id: str | None = None) -> IngestReport:
     """Validate and store the inventory at `path` as one run; a failure is a `run_failures` row and a failed report.
 
-    An inventory whose files are all unchanged since the last ingest is skipped unless `force`.
+    An inventory whose files are all unchanged since the last ingest is skipped unless `force`. ``parent_run_id``
+    names the run this one is part of (the `ingest_incidents` run that found the inventory).
     """
     folder = inventory_folder(path)
-    run_id = start_run(conn, f"ingest_{KIND}", settings=settings, run_id=run_id)
+    run_id = start_run(conn, f"ingest_{KIND}", settings=settings, run_id=run_id, parent_run_id=parent_run_id)
     present = {f: identify(folder / f) for f in INVENTORY_FILES if (folder / f).is_file()}
     try:
         reports = _ingest(conn, folder, present, name=name, force=force, run_id=run_id)

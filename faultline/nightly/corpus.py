@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 import duckdb
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,8 +24,14 @@ CorpusFolder = Literal["history", "backlog", "tickets", "logs", "docs"]
 INCIDENT_FOLDERS: tuple[CorpusFolder, ...] = ("history", "backlog")
 EXPORT_FOLDERS: tuple[Kind, ...] = ("tickets", "logs", "docs")
 
-IngestFolder = Callable[[duckdb.DuckDBPyConnection, Settings, Path], IncidentIngestReport]
 IngestFile = Callable[..., FileReport]  # the signature of `faultline.ingest.api.ingest_one`
+
+
+class IngestFolder(Protocol):
+    """Ingests one folder of generated incidents as a run inside the run `parent_run_id`."""
+
+    def __call__(self, conn: duckdb.DuckDBPyConnection, settings: Settings, folder: Path, *,
+                 parent_run_id: str | None = None) -> IncidentIngestReport: ...
 
 
 class FolderIngest(BaseModel):
@@ -44,17 +50,18 @@ class FolderIngest(BaseModel):
     failed: dict[str, str] = Field(default_factory=dict)  # file or incident folder -> error
 
 
-def _whole_folder(conn: duckdb.DuckDBPyConnection, settings: Settings, folder: Path) -> IncidentIngestReport:
-    return ingest_incidents(conn, settings, [folder])
+def _whole_folder(conn: duckdb.DuckDBPyConnection, settings: Settings, folder: Path, *,
+                  parent_run_id: str | None = None) -> IncidentIngestReport:
+    return ingest_incidents(conn, settings, [folder], parent_run_id=parent_run_id)
 
 
 def ingest_corpus(conn: duckdb.DuckDBPyConnection, settings: Settings, corpus: Path, *,
                   prefect_flow_run_id: str | None = None, ingest_folder: IngestFolder = _whole_folder,
-                  ingest_file: IngestFile | None = None) -> list[FolderIngest]:
+                  ingest_file: IngestFile | None = None, parent_run_id: str | None = None) -> list[FolderIngest]:
     """Ingest every subfolder the corpus has, in order, on ``conn``; one report per subfolder found.
 
-    A corpus that is not a folder is a `FaultlineError`; a bad file or incident inside it is a failure row
-    and the others go on.
+    Each subfolder is a run of its own inside the run ``parent_run_id`` (the nightly's). A corpus that is not a
+    folder is a `FaultlineError`; a bad file or incident inside it is a failure row and the others go on.
     """
     if not corpus.is_dir():
         raise FaultlineError(f"{corpus} is not a folder", fix="give a corpus folder such as data/sample")
@@ -62,13 +69,14 @@ def ingest_corpus(conn: duckdb.DuckDBPyConnection, settings: Settings, corpus: P
     for part in INCIDENT_FOLDERS:
         if (corpus / part).is_dir():
             stage(f"ingesting {part} ({corpus / part})")
-            done.append(_incidents_summary(part, corpus / part, ingest_folder(conn, settings, corpus / part)))
+            report = ingest_folder(conn, settings, corpus / part, parent_run_id=parent_run_id)
+            done.append(_incidents_summary(part, corpus / part, report))
     for kind in EXPORT_FOLDERS:
         if (corpus / kind).is_dir():
             stage(f"ingesting {kind} ({corpus / kind})")
-            report = ingest_paths(conn, settings, kind, [corpus / kind], per_file=ingest_file,
-                                  prefect_flow_run_id=prefect_flow_run_id)
-            done.append(_files_summary(kind, corpus / kind, report.files))
+            files = ingest_paths(conn, settings, kind, [corpus / kind], per_file=ingest_file,
+                                 prefect_flow_run_id=prefect_flow_run_id, parent_run_id=parent_run_id).files
+            done.append(_files_summary(kind, corpus / kind, files))
     return done
 
 
