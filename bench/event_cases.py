@@ -85,7 +85,7 @@ def _first(cat, platform: str, classes: tuple[str, ...], n: int, skip: str = "")
 
 
 def build_cases(platforms: list[str] | None = None) -> list[Case]:
-    """Every root sample of every platform (or of `platforms`) as a case, each 3 hours after the last."""
+    """Every root sample of every platform (or of `platforms`) as a case, each about 3 hours after the last."""
     from faultline.events.catalogue import catalogue
 
     cat = catalogue()
@@ -96,7 +96,9 @@ def build_cases(platforms: list[str] | None = None) -> list[Case]:
             if message.cls not in ROOTS:
                 continue
             for n, sample in enumerate(message.samples):
-                at = START + SPACING * len(cases)
+                # irregular gaps: cases a whole number of hours apart would let the scope's clock-offset check
+                # line one device's events up with another's at a false offset
+                at = START + SPACING * len(cases) + timedelta(minutes=(len(cases) * 37) % 113)
                 key = re.sub(r"\W+", "-", f"{platform}-{message.id or message.cls}-{n}").strip("-").lower()
                 case = Case(key, platform, message.cls, sample, f"{platform}-a", f"{platform}-b", f"{platform}-c", at)
                 _fill(case, cat, platform)

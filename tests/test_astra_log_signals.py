@@ -47,8 +47,10 @@ def _score(conn, incident_id, opened_at=None):
 
     incident = load_incident(conn.cursor(), incident_id)
     scope = analysis_scope(conn.cursor(), _SETTINGS[-1], incident)
-    if opened_at:  # the history it may use moves; the lines it reads stay its own
-        incident = incident.model_copy(update={"opened_at": opened_at})
+    if opened_at:  # the history it may use moves; the lines it reads stay its own (which now come after the
+        # opening: the ticket says the problem goes on, or they would be listed as later and weigh nothing)
+        incident = incident.model_copy(update={"opened_at": opened_at,
+                                               "description": f"{incident.description} It is still happening."})
     return label_scores(conn.cursor(), _SETTINGS[-1], incident, scope)
 
 

@@ -78,8 +78,9 @@ def test_a_root_event_and_its_far_end_echoes_give_one_cause_at_the_right_end(arc
     if far:  # the far end logged its echoes: it is the affected peer, never the cause
         assert chain["affected_peers"] == [case.b], log.text
         assert case.b in report.root_cause and "affected peer" in report.root_cause
+    planted = [line[2] for line in case.lines if line[0] > case.opened and line[1] == case.a]
     later = [e["cls"] for e in chain["later"]]
-    assert later and case.cls not in later  # the event logged after the opening is listed as later
+    assert later == planted and case.cls not in later  # the event logged after the opening is listed as later
 
 
 def test_a_line_logged_after_the_ticket_was_opened_is_not_its_cause_unless_the_problem_goes_on(tmp_path):
@@ -93,7 +94,8 @@ def test_a_line_logged_after_the_ticket_was_opened_is_not_its_cause_unless_the_p
     settings, conn = _warehouse(tmp_path, [late], [tickets[0], ongoing])
     report, chain, log = _analyse(settings, conn, tickets[0]["ticket_id"])
     assert report.label != case.cls and not chain
-    assert "logged only after the ticket was opened" in log.text and "later, not its cause" in log.text
+    assert "Logged after the ticket was opened (later, not its cause)" in log.text
+    assert any("logged only after the ticket was opened" in s["note"] for s in log.data["signals"])
     report, chain, log = _analyse(settings, conn, ongoing["ticket_id"])
     assert report.label == case.cls and 'the ticket says the problem goes on ("still")' in log.text
 
@@ -103,12 +105,13 @@ def test_of_two_events_before_the_ticket_the_one_nearest_its_moment_is_the_cause
     near = next(c for c in cases if c.cls == "interface_admin_down")
     far = next(c for c in cases if c.cls == "power_supply_failure")
     both = Case(near.case_id, "iosxr", near.cls, near.sample, near.a, near.b, near.c, near.at)
-    both.lines = [(near.at - timedelta(minutes=50), near.a, far.cls, far.sample),
+    both.lines = [(near.at - timedelta(minutes=12), near.a, far.cls, far.sample),
                   (near.at, near.a, near.cls, near.sample)]
     settings, conn = _warehouse(tmp_path, [both], both.tickets()[:1])
     report, chain, log = _analyse(settings, conn, both.tickets()[0]["ticket_id"])
     assert report.label == near.cls and chain["root"]["cls"] == near.cls, log.text
-    assert "minutes from the ticket's moment" in log.text  # the power fault 50 minutes before is weighed down
+    weighed = [s for s in log.data["signals"] if s["label"] == far.cls]
+    assert weighed and "12 minutes from the ticket's moment" in weighed[0]["note"]  # in scope, but weighed down
 
 
 def test_only_the_far_end_logged_the_report_says_which_end_is_missing(tmp_path):
@@ -126,3 +129,31 @@ def test_only_the_far_end_logged_the_report_says_which_end_is_missing(tmp_path):
     assert chain["root"]["role"] == "symptom" and chain["root"]["device"] == case.b, log.text
     assert "no root event was logged" in chain["missing"] and case.a in chain["missing"]
     assert "not why" in report.root_cause
+
+
+def test_the_verdict_and_its_page_show_the_chain_and_generic_guidance_for_an_imported_ticket(archive):
+    from dashboards.pages_verdict import verdict_section
+    from dashboards.query import MartReader
+    from faultline.marts import refresh_marts
+    from faultline.outcome import IncidentRef
+    from faultline.verdict.unit import run_verdict
+
+    settings, conn, cases = archive
+    case = cases["iosxr"]
+    ticket = f"{case.case_id}-peer"
+    _analyse(settings, conn, ticket)
+    verdict = run_verdict(settings, conn, IncidentRef(incident_id=ticket, ticket_id=ticket),
+                          network_backend=None).verdict
+    assert verdict.labels == [case.cls] and verdict.devices[:1] == [case.a]
+    assert verdict.category == "link_failure" and "(None)" not in verdict.root_cause
+    chain = [c for c in verdict.claims if c.section == "chain"]
+    archive_lines = {" ".join(p.read_text().split()) for p in (settings.duckdb_path.parent / "archive").glob("*.log")}
+    assert chain[0].text.startswith("Root event") and chain[0].citation.device == case.a
+    assert any(c.text.startswith("Echo at the far end") and c.citation.device == case.b for c in chain)
+    assert all(c.status == "VERIFIED" and c.quote in " ".join(archive_lines) for c in chain)
+    assert "Generic guidance" in verdict.fix and "not from this incident" in verdict.fix and not verdict.fix_known
+    assert "**Event chain" in verdict.text
+    refresh_marts(conn, settings)
+    incident = MartReader(conn).rows("mart_incidents", where={"incident_id": ticket})[0]
+    page = str(verdict_section(MartReader(conn), incident))
+    assert 'data-section="chain"' in page and case.b in page

@@ -316,12 +316,16 @@ def _score(conn: duckdb.DuckDBPyConnection, settings: Settings, incident: Incide
     focus = _focus(scope)
     clock = _clock(scope, incident)
     for key, (label, shown, note) in fired.items():
+        if taxonomy()[label].kind == "fault":  # a vendor's own event reads its line better than a fault's words
+            shown = tuple(line for line in shown if not _vendor_event(line.text))
+            if not shown:
+                continue
         written = specific[label][_generic(key)]
         df = frequency.get(_generic(key), 0.0) if n_history >= MIN_HISTORY else None
         weight = written * (1 - df) ** 2 if df is not None else written
         later = False
-        if clock is not None and taxonomy()[label].kind == "event":
-            shown, weight, note, later = _in_time(clock, shown, weight, note)
+        if clock is not None:
+            shown, weight, note, later = _in_time(clock, shown, weight, note, taxonomy()[label].kind == "event")
         hits.append(Hit(label, key, round(weight, 4), df, _quoted(shown, focus), note, later))
     hits.sort(key=lambda h: (-h.weight, h.label, h.key))
     scores: dict[str, float] = {}
@@ -335,6 +339,15 @@ def _score(conn: duckdb.DuckDBPyConnection, settings: Settings, incident: Incide
     return scores, hits
 
 
+def _vendor_event(text: str) -> bool:
+    """Whether the event catalogue reads the line as an event of its own (anything but a protocol's echo, which
+    a fault such as a filter may well be the cause of)."""
+    from faultline.events.catalogue import match
+
+    found = match(text)
+    return found is not None and found.role != "echo"
+
+
 def _clock(scope: Scope, incident: Incident) -> TicketTime | None:
     """The ticket's times on the log clock; None for a lab incident's own logs (tagged lines, not an archive)."""
     if any(e.kind == "incident_id" for e in scope.entries):
@@ -342,10 +355,10 @@ def _clock(scope: Scope, incident: Incident) -> TicketTime | None:
     return ticket_time(scope, incident.title, incident.description, incident.opened_at)
 
 
-def _in_time(clock: TicketTime, shown: tuple[LogLine, ...], weight: float,
-             note: str) -> tuple[tuple[LogLine, ...], float, str, bool]:
-    """An event's lines judged by the ticket's time: those logged after the ticket was opened are no cause unless
-    the ticket says the problem goes on; the rest count by how near the ticket's moment they are."""
+def _in_time(clock: TicketTime, shown: tuple[LogLine, ...], weight: float, note: str,
+             event: bool) -> tuple[tuple[LogLine, ...], float, str, bool]:
+    """A signal's lines judged by the ticket's time: those logged after the ticket was opened are no cause unless
+    the ticket says the problem goes on; an event's lines also count by how near the ticket's moment they are."""
     before = tuple(line for line in shown if not clock.after_opening(line))
     after = len(shown) - len(before)
     if after and not before:
@@ -355,6 +368,8 @@ def _in_time(clock: TicketTime, shown: tuple[LogLine, ...], weight: float,
                 f"(\"{clock.ongoing}\")")
     elif after and clock.ongoing is None:
         shown = before
+    if not event:
+        return shown, weight, note, False
     nearness = max(clock.nearness(line) for line in shown)
     if nearness < 1.0:
         away = min(m for line in shown if (m := clock.minutes_away(line)) is not None)

@@ -67,7 +67,11 @@ class TicketTime:
         return None if at is None or self.moment is None else abs((at - self.moment).total_seconds()) / 60
 
     def nearness(self, line: _Stamped) -> float:
-        """1 within `NEAR_MINUTES` of the moment, then falling as the distance grows (5/minutes); 1 without times."""
+        """1 within `NEAR_MINUTES` of the moment, then falling as the distance grows (5/minutes); 1 without times,
+        and 1 after the moment when the ticket says the problem goes on (it may have been logged any time since)."""
+        at = self.at(line)
+        if self.ongoing and at is not None and self.moment is not None and at >= self.moment:
+            return 1.0
         away = self.minutes_away(line)
         return 1.0 if away is None or away <= NEAR_MINUTES else NEAR_MINUTES / away
 
