@@ -134,6 +134,6 @@ def year_from_tickets(conn: duckdb.DuckDBPyConnection, zone: str, first: datetim
                       parsed_year: int) -> YearChoice | None:
     """The year `TICKET_YEAR_SQL` picks for a file whose year-less lines, read in `parsed_year`, run from `first`
     to `last` (naive, on the log clock of `zone`); None when no ticket has an opening time."""
-    row = conn.execute(TICKET_YEAR_SQL, [zone, first, parsed_year, last, parsed_year, _EARLIEST,
-                                         datetime.now().year + 1]).fetchone()
-    return YearChoice(int(row[0]), "tickets") if row else None
+    rows = conn.execute(TICKET_YEAR_SQL, [zone, first, parsed_year, last, parsed_year, _EARLIEST,
+                                          datetime.now().year + 1]).fetchall()
+    return YearChoice(int(rows[0][0]), "tickets") if rows else None

@@ -129,6 +129,6 @@ def known_sha(conn: duckdb.DuckDBPyConnection, kind: str, source_file: str) -> s
 
 def known_log_year(conn: duckdb.DuckDBPyConnection, source_file: str) -> int | None:
     """The year a log file's year-less timestamps took when it was last ingested, if any."""
-    row = conn.execute("SELECT log_year FROM ingest_files WHERE kind = 'logs' AND source_file = ?",
-                       [source_file]).fetchone()
-    return row[0] if row else None
+    rows = conn.execute("SELECT log_year FROM ingest_files WHERE kind = 'logs' AND source_file = ?",
+                        [source_file]).fetchall()
+    return rows[0][0] if rows else None
