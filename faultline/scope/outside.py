@@ -39,7 +39,8 @@ def logged_outside(conn: duckdb.DuckDBPyConnection, title: str, description: str
         devices = sorted({m.device for m in resolve_mentions(title, description, known)[0]})
     if not devices:
         return None
-    ((names, first, last),) = conn.execute(_LOGGED_SQL, [devices]).fetchall()  # all: an unfinished result blocks the cursor
+    # fetchall: a result left unfinished would block the cursor's next query
+    ((names, first, last),) = conn.execute(_LOGGED_SQL, [devices]).fetchall()
     if not names:
         return None
     lo, hi = window
