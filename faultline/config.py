@@ -100,8 +100,9 @@ class Settings(BaseSettings):
     )
     log_default_year: int | None = Field(
         None,
-        description="Year (such as 2026) for log timestamps that carry none (syslog, IOS-XR); empty means the year "
-        "of the file's modification time.",
+        description="Year (such as 2026) for log timestamps that carry none (syslog, IOS-XR); `faultline ingest logs "
+        "--year` sets it for one run. Empty: a date in the archive's folders or file name, else the year nearest the "
+        "tickets already ingested, else the year of the file's modification time (docs/scope.md).",
     )
     doc_chunk_chars: int = Field(
         2000, ge=200, description="Largest doc chunk, in characters (at least 200); longer sections are split."

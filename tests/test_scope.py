@@ -142,6 +142,70 @@ def test_a_ticket_naming_no_known_device_records_why_and_reads_the_fleet(archive
     assert {e.device for e in scope.entries if e.kind == "fleet"} == {"r1", "r2", "r3", "r4"}
 
 
+@pytest.fixture()
+def copied_archive(tmp_path):
+    """A classic-syslog archive copied to a new disk in 2026 and ingested without --year: its lines from
+    2019-09-19/20 land in 2026."""
+    import os
+
+    from faultline import db
+    from faultline.config import Settings
+    from faultline.ingest.api import ingest_paths
+
+    lines = {"spine2": ["Sep 19 08:00:00 spine2 bgpd[1]: %ADJCHANGE: neighbor 10.0.0.1 Down",
+                        "Sep 19 16:55:00 spine2 bgpd[1]: %ADJCHANGE: neighbor 10.0.0.1 Down"],
+             "leaf3": ["Sep 19 16:55:01 leaf3 bgpd[1]: %ADJCHANGE: neighbor 10.0.0.0 Down",
+                       "Sep 20 11:00:00 leaf3 bgpd[1]: %ADJCHANGE: neighbor 10.0.0.0 Up"]}
+    copied = datetime(2026, 10, 1, 9, 0).timestamp()
+    for device, text in lines.items():
+        path = tmp_path / "archive" / device / "messages"
+        path.parent.mkdir(parents=True)
+        path.write_text("\n".join(text) + "\n")
+        os.utime(path, (copied, copied))
+    settings = Settings(duckdb_path=tmp_path / "fl.duckdb", lancedb_dir=tmp_path / "lancedb", progress=False)
+    conn = db.open_warehouse(settings)
+    ingest_paths(conn, settings, "logs", [tmp_path / "archive"])
+    yield conn, settings, tmp_path / "archive"
+    conn.close()
+
+
+_TICKET = {"incident_id": "NOC-7", "title": "BGP between spine2 and leaf3 dropped",
+           "description": "around 16:55", "opened_at": "2019-09-19T17:00:00+00:00"}
+
+
+def test_a_window_years_before_the_archive_says_so_with_both_ranges_and_the_fix(copied_archive):
+    from faultline.ingest.api import ingest_paths
+    from faultline.scope.resolve import build_scope
+
+    conn, settings, archive = copied_archive
+    scope = build_scope(conn, settings, **_TICKET)
+    said = "\n".join(scope.describe())
+    assert "no device matched" not in said
+    assert ("the ticket's window 2019-09-19 16:40–17:10 holds no line of leaf3, spine2, which logged from "
+            "2026-09-19 08:00 to 2026-09-20 11:00; the archive's lines are dated 7 years after the ticket; their "
+            "files took 2026 from the file's modification time — if its timestamps carry no year, ingest it again "
+            "with `faultline ingest logs DIR --year 2019`") in said
+    # doing what it says fills the window
+    ingest_paths(conn, settings.model_copy(update={"log_default_year": 2019}), "logs", [archive])
+    fixed = build_scope(conn, settings, **_TICKET)
+    assert {e.device: e.lines_in_scope for e in fixed.entries if e.device} == {"spine2": 1, "leaf3": 1}
+    assert not any(e.kind in ("out_of_window", "no_match") for e in fixed.entries)
+
+
+def test_the_empty_window_reason_reaches_the_log_agent_and_the_verdict_unchanged(copied_archive):
+    from faultline.astra.agents import AgentDeps, make_agent
+    from faultline.astra.records import AgentTask, Incident
+    from faultline.scope.resolve import build_scope
+    from faultline.verdict.sources import log_opinion
+
+    conn, settings, _ = copied_archive
+    reason = next(e.reason for e in build_scope(conn, settings, **_TICKET).entries if e.kind == "out_of_window")
+    output = make_agent("log", AgentDeps(settings, conn)).run(
+        AgentTask(incident=Incident(**_TICKET), query=_TICKET["title"]))
+    assert reason in output.missing and reason in output.text and "--year 2019" in reason
+    assert reason in log_opinion({"log": output}).note
+
+
 def test_a_follow_up_round_may_widen_the_window(archive_conn):
     from faultline.scope.resolve import build_scope
 

@@ -84,9 +84,16 @@ def logs_command(
         None, "--log-format", help="Format name, or a template like '<Date> <Time> <Level> <Content>'; "
         "detected per file when omitted."),
     incident: str | None = typer.Option(None, "--incident", help="Incident id these logs belong to."),
+    year: int | None = typer.Option(
+        None, "--year", min=1970, max=2100, help="Year of timestamps that carry none (classic syslog, IOS-XR); "
+        "overrides the log_default_year setting. Without it: a date in the folders or file name, else the year "
+        "nearest the tickets already ingested, else the file's modification year. A file read before in another "
+        "year is read again."),
     force: bool = _FORCE, as_json: bool = _JSON, use_flow: bool = _FLOW, wait: float | None = _WAIT,
 ) -> None:
     """Log files (syslog, FRR, IOS-XR, nginx, dnsmasq, Loghub formats; .gz read directly)."""
+    if year is not None:
+        ctx.obj = ctx.obj.model_copy(update={"log_default_year": year})
     _run(ctx, "logs", paths, force, as_json, use_flow, wait, log_format=log_format, incident_id=incident)
 
 

@@ -85,13 +85,14 @@ def expand_paths(kind: str, paths: Iterable[Path]) -> list[Path]:
     return out
 
 
-def _prepare(kind: str, ident: FileIdentity, source_file: str, settings: Settings,
+def _prepare(conn: duckdb.DuckDBPyConnection, kind: str, ident: FileIdentity, source_file: str, settings: Settings,
              options: dict[str, Any]) -> Prepared:
     if kind == "logs":
         from faultline.ingest.log_ingest import prepare_logs
 
         return prepare_logs(ident, source_file, settings, log_format=options.get("log_format"),
-                            incident_id=options.get("incident_id"), host=options.get("host"))
+                            incident_id=options.get("incident_id"), host=options.get("host"), conn=conn,
+                            roots=tuple(options.get("roots") or ()))
     raw = read_file(ident.path)
     if kind == "tickets":
         from faultline.ingest.ticket_ingest import prepare_tickets
@@ -181,9 +182,18 @@ def _stage(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, path:
            options: dict[str, Any]) -> FileReport | _Staged:
     source_file = str(path.resolve())
     ident = identify(path)
-    if not force and store.known_sha(conn, kind, source_file) == ident.sha256:
+    if not force and store.known_sha(conn, kind, source_file) == ident.sha256 and not _year_changed(
+            conn, settings, kind, source_file):
         return FileReport(source_file, kind, "unchanged", messages=["unchanged since the last ingest; skipped"])
-    return _Staged(path, ident, source_file, _prepare(kind, ident, source_file, settings, options))
+    return _Staged(path, ident, source_file, _prepare(conn, kind, ident, source_file, settings, options))
+
+
+def _year_changed(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, source_file: str) -> bool:
+    """A log file read before in another year than the one now given (`--year`) is read again."""
+    if kind != "logs" or settings.log_default_year is None:
+        return False
+    stored = store.known_log_year(conn, source_file)
+    return stored is not None and stored != settings.log_default_year
 
 
 def _commit(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, staged: _Staged, run_id: str | None,
@@ -219,7 +229,8 @@ def _commit(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str, stag
                                  run_id=run_id)
         store.record_file(conn, kind=kind, source_file=source_file, sha256=ident.sha256,
                           size_bytes=ident.size_bytes, records_in=prepared.records_in, accepted=accepted,
-                          quarantined=len(rejects), run_id=run_id)
+                          quarantined=len(rejects), run_id=run_id, log_year=prepared.stats.get("log_year"),
+                          log_year_source=prepared.stats.get("log_year_source"))
         if own_transaction:
             conn.execute("COMMIT")
     except Exception:
@@ -355,11 +366,15 @@ def ingest_paths(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str,
     """Ingest files or folders of one kind as one run; one bad file never stops the others.
 
     ``per_file`` replaces `ingest_one` (the Prefect flow passes it wrapped as a task); ``parent_run_id`` names the
-    run this one is part of (the nightly's).
+    run this one is part of (the nightly's). Logs get the folders given as `roots`: a year in a file's path below
+    them dates its year-less lines (`faultline.ingest.logyear`).
     """
     if kind not in KINDS:
         raise FaultlineError(f"unknown ingest kind {kind!r}", fix=f"use one of {', '.join(KINDS)}")
-    files = expand_paths(kind, list(paths))
+    paths = list(paths)
+    if kind == "logs":
+        options.setdefault("roots", [str(p.resolve()) for p in paths if p.is_dir()])
+    files = expand_paths(kind, paths)
     run_id = start_run(conn, f"ingest_{kind}", settings=settings, run_id=run_id,
                        prefect_flow_run_id=prefect_flow_run_id, parent_run_id=parent_run_id)
     from faultline.progress import track

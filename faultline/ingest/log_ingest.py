@@ -18,6 +18,15 @@ import pyarrow as pa
 from faultline.config import Settings
 from faultline.ingest import store
 from faultline.ingest.logdevice import device_expr
+from faultline.ingest.logtime import YearCarry, roll_over_new_years
+from faultline.ingest.logyear import (
+    YearChoice,
+    needs_year,
+    rotated_back,
+    year_from_layout,
+    year_from_mtime,
+    year_from_tickets,
+)
 from faultline.ingest.prepared import Prepared
 from faultline.ingest.reading import FileIdentity, Reject, binary_reason, line_blocks, text_lines
 
@@ -30,13 +39,44 @@ BATCH_BYTES = 16 * 1024 * 1024
 
 
 def default_year(path: Path, settings: Settings) -> int:
-    """Year for year-less timestamps: the setting, else the year the file was last modified."""
+    """Year for year-less timestamps of a file read on its own: the setting, else the year the file was last
+    modified (the ingest also reads the archive's layout and the tickets: `parse_first_batch`)."""
     if settings.log_default_year is not None:
         return settings.log_default_year
-    try:
-        return datetime.fromtimestamp(path.stat().st_mtime).year
-    except OSError:
-        return datetime.now().year
+    return year_from_mtime(path).year
+
+
+def parse_first_batch(lines: pl.DataFrame, fmt, path: Path, settings: Settings, *,
+                      conn: duckdb.DuckDBPyConnection | None = None,
+                      roots: tuple[str, ...] = ()) -> tuple[pl.DataFrame, YearChoice | None]:
+    """A file's first batch parsed in the year `faultline.ingest.logyear`'s rules choose, and that choice.
+
+    `fmt` is a format name or LogFormat. The choice is None when the batch holds no year-less timestamp (a year
+    that came with the lines needs no rule). `roots`: the folders ingested, for the layout rule; `conn`: the
+    warehouse, for the tickets rule. Lines are not rolled over New Year here (`roll_over_new_years`).
+    """
+    from faultline.ingest.logformats import get_format, parse_lines
+    from faultline.ingest.logspec import RAW
+
+    frame = lines.select("line_no", "raw")
+    given = settings.log_default_year
+    layout = year_from_layout(path, roots) if given is None else None
+    guess = YearChoice(given, "given") if given is not None else layout or year_from_mtime(path)
+    parsed = parse_lines(frame, fmt=fmt, default_year=guess.year)
+    if fmt == RAW or not needs_year(get_format(fmt) if isinstance(fmt, str) else fmt):
+        return parsed, None
+    rolled, _ = roll_over_new_years(parsed["ts"], guess.year)
+    year_less = rolled.filter((parsed["ts"].dt.year() == guess.year).fill_null(False))
+    if year_less.len() == 0:
+        return parsed, None
+    choice = guess
+    if layout is not None:
+        choice = rotated_back(layout, year_less[0])
+    elif guess.source == "mtime" and conn is not None:
+        choice = year_from_tickets(conn, settings.log_timezone, year_less.min(), year_less.max(), guess.year) or guess
+    if choice.year != guess.year:
+        parsed = parse_lines(frame, fmt=fmt, default_year=choice.year)
+    return parsed, choice
 
 
 def resolve_log_format(log_format: str | None):  # -> str | LogFormat | None
@@ -64,10 +104,13 @@ def _binary(raw: FileIdentity, head_bytes: bytes, why: str) -> Prepared:
 
 
 def prepare_logs(raw: FileIdentity, source_file: str, settings: Settings, *, log_format: str | None,
-                 incident_id: str | None, batch_bytes: int | None = None, host: str | None = None) -> Prepared:
+                 incident_id: str | None, batch_bytes: int | None = None, host: str | None = None,
+                 conn: duckdb.DuckDBPyConnection | None = None, roots: tuple[str, ...] = ()) -> Prepared:
     """Stream, decode and parse a log file in batches; a binary file is one rejected record.
 
-    `host` fills the host of lines whose format carries none (a device's own log file).
+    `host` fills the host of lines whose format carries none (a device's own log file). Year-less timestamps
+    take the year `parse_first_batch` chooses (`roots`: the folders ingested; `conn`: for the tickets), recorded
+    in `stats` as log_year and log_year_source; a file that crosses New Year moves on a year there.
     """
     first_block = next(line_blocks(raw, 8192))[0]
     why = binary_reason(first_block)
@@ -78,15 +121,18 @@ def prepare_logs(raw: FileIdentity, source_file: str, settings: Settings, *, log
         raw_column="raw", writer=_write, drop_columns=["raw_bytes"],
     )
     prepared.batches = _batches(raw, source_file, settings, resolve_log_format(log_format), incident_id,
-                                batch_bytes or BATCH_BYTES, prepared, host)
+                                batch_bytes or BATCH_BYTES, prepared, host, conn=conn, roots=roots)
     return prepared
 
 
 def _batches(raw: FileIdentity, source_file: str, settings: Settings, fmt, incident_id: str | None,
-             batch_bytes: int, prepared: Prepared, host: str | None = None) -> Iterator[pa.Table]:
+             batch_bytes: int, prepared: Prepared, host: str | None = None, *,
+             conn: duckdb.DuckDBPyConnection | None = None, roots: tuple[str, ...] = ()) -> Iterator[pa.Table]:
     from faultline.ingest.logformats import detect_format, parse_lines
 
     year = default_year(raw.path, settings)
+    choice: YearChoice | None = None
+    carry = YearCarry()
     formats: dict[str, int] = {}
     bad_utf8 = 0
     ingested_at = datetime.now().astimezone()
@@ -94,7 +140,14 @@ def _batches(raw: FileIdentity, source_file: str, settings: Settings, fmt, incid
         lines = text_lines(chunk).with_columns(pl.col("line_no") + (first_line - 1))
         if fmt is None:  # detect once, on the first slice, for the whole file
             fmt = detect_format(lines["raw"].head(2000).to_list()).name
-        parsed = parse_lines(lines.select("line_no", "raw"), fmt=fmt, default_year=year)
+        if first_line == 1:  # the year, once, from the first slice
+            parsed, choice = parse_first_batch(lines, fmt, Path(source_file), settings, conn=conn, roots=roots)
+            year = choice.year if choice else year
+        else:
+            parsed = parse_lines(lines.select("line_no", "raw"), fmt=fmt, default_year=year)
+        if choice is not None:
+            ts, carry = roll_over_new_years(parsed["ts"], year, carry)
+            parsed = parsed.with_columns(ts)
         frame = parsed.with_columns(
             lines["decode_error"], lines["raw_bytes"],
             pl.lit(source_file).alias("source_file"),
@@ -113,6 +166,10 @@ def _batches(raw: FileIdentity, source_file: str, settings: Settings, fmt, incid
     if formats:
         ranked = sorted(formats.items(), key=lambda kv: -kv[1])
         prepared.messages.append("formats: " + ", ".join(f"{f} {n}" for f, n in ranked))
+    if choice is not None:
+        crossed = f"; it crosses New Year: its last lines are dated {year + carry.years}" if carry.years else ""
+        prepared.messages.append(choice.summary() + crossed)
+        prepared.stats.update(log_year=choice.year, log_year_source=choice.source)
     else:
         prepared.messages.append(f"{raw.path.name} has no log lines (empty file)")
     if bad_utf8:

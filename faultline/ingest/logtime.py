@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import polars as pl
 
@@ -81,6 +82,48 @@ def parse_timestamps(text: pl.Series, formats: Sequence[str], *, default_year: i
         fixed = frame[todo].select(retry.alias(name)).to_series()
         result = result.scatter(todo, fixed)
     return result
+
+
+@dataclass(frozen=True)
+class YearCarry:
+    """Where a file's New Year rollover stands after a batch: the last year-less line's month, years added."""
+
+    month: int | None = None
+    years: int = 0
+
+
+NEW_YEAR_JUMP = 6  # months a line's month must fall below the previous one's to be read as a new year
+
+
+def roll_over_new_years(ts: pl.Series, default_year: int,
+                        carry: YearCarry | None = None) -> tuple[pl.Series, YearCarry]:
+    """`ts` with the year-less stamps of a file that crosses New Year moved into the following years.
+
+    Year-less stamps are those dated `default_year` (how `parse_timestamp` fills them). A line whose month
+    is `NEW_YEAR_JUMP` or more below the previous such line's (Dec then Jan) starts the next year; one that
+    many above it (a late Dec line after Jan ones, as merged streams write) goes back a year, never before
+    the first. Pass the returned carry with the next batch of the same file.
+    """
+    carry = carry or YearCarry()
+    year_less = (ts.dt.year() == default_year).fill_null(False)
+    frame = pl.DataFrame({"ts": ts, "year_less": year_less})
+    month = pl.when(pl.col("year_less")).then(pl.col("ts").dt.month().cast(pl.Int32))
+    previous = month.shift(1).forward_fill().fill_null(pl.lit(carry.month, dtype=pl.Int32))
+    step = (pl.when(previous - month >= NEW_YEAR_JUMP).then(1)
+            .when(month - previous >= NEW_YEAR_JUMP).then(-1).otherwise(0).fill_null(0))
+    total = carry.years + step.cum_sum()
+    # a running sum held at zero from below: total minus its lowest dip under zero so far
+    years = total - pl.min_horizontal(total.cum_min(), pl.lit(0))
+    frame = frame.with_columns(month.alias("month"), years.alias("years"))
+    rolled = frame.select(
+        pl.when(pl.col("year_less") & (pl.col("years") > 0))
+        .then(pl.col("ts").dt.offset_by(pl.format("{}y", pl.col("years"))))
+        .otherwise(pl.col("ts")).alias(ts.name)).to_series()
+    if frame.height == 0:
+        return rolled, carry
+    months = frame["month"].drop_nulls()
+    last_month = int(months[-1]) if months.len() else carry.month
+    return rolled, YearCarry(last_month, int(frame["years"][-1]))
 
 
 def join_parts(parts: Sequence[pl.Expr]) -> pl.Expr:

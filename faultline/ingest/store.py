@@ -105,13 +105,19 @@ def replace_quarantine(conn: duckdb.DuckDBPyConnection, *, target_table: str, so
     )
 
 
+RECORD_FILE_SQL = """
+INSERT OR REPLACE INTO ingest_files (kind, source_file, file_sha256, size_bytes, records_in, accepted, quarantined,
+                                     run_id, ingested_at, log_year, log_year_source)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?)
+"""
+
+
 def record_file(conn: duckdb.DuckDBPyConnection, *, kind: str, source_file: str, sha256: str, size_bytes: int,
-                records_in: int, accepted: int, quarantined: int, run_id: str | None) -> None:
-    """Write the file's line in the ingest ledger."""
-    conn.execute(
-        "INSERT OR REPLACE INTO ingest_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, now())",
-        [kind, source_file, sha256, size_bytes, records_in, accepted, quarantined, run_id],
-    )
+                records_in: int, accepted: int, quarantined: int, run_id: str | None, log_year: int | None = None,
+                log_year_source: str | None = None) -> None:
+    """Write the file's line in the ingest ledger (a log file's: the year its year-less lines took, and why)."""
+    conn.execute(RECORD_FILE_SQL, [kind, source_file, sha256, size_bytes, records_in, accepted, quarantined, run_id,
+                                   log_year, log_year_source])
 
 
 def known_sha(conn: duckdb.DuckDBPyConnection, kind: str, source_file: str) -> str | None:
@@ -119,3 +125,10 @@ def known_sha(conn: duckdb.DuckDBPyConnection, kind: str, source_file: str) -> s
     row = conn.execute("SELECT file_sha256 FROM ingest_files WHERE kind = ? AND source_file = ?",
                        [kind, source_file]).fetchone()
     return row[0] if row else None
+
+
+def known_log_year(conn: duckdb.DuckDBPyConnection, source_file: str) -> int | None:
+    """The year a log file's year-less timestamps took when it was last ingested, if any."""
+    rows = conn.execute("SELECT log_year FROM ingest_files WHERE kind = 'logs' AND source_file = ?",
+                        [source_file]).fetchall()
+    return rows[0][0] if rows else None

@@ -18,10 +18,12 @@ from faultline.config import Settings
 from faultline.scope.clocks import offsets_around
 from faultline.scope.devices import Candidate, resolve_mentions
 from faultline.scope.neighbours import Link, describe, learn_from_logs, neighbours
+from faultline.scope.outside import logged_outside
 from faultline.scope.timewords import Window, ticket_window
 
 _SPAN = timedelta(hours=15)  # devices and links are learned from the logs within this much of the window
 SILENT_HOPS = 3  # how far past devices that log nothing (switches, hosts) neighbours are followed
+NOTE_KINDS = ("window", "no_match", "out_of_window")  # rows that say why, naming no device
 
 
 class ScopeEntry(BaseModel):
@@ -58,14 +60,14 @@ class Scope(BaseModel):
     @property
     def matched_devices(self) -> bool:
         """True when the ticket pointed at a device (not the fleet fallback, not a whole incident)."""
-        return any(e.kind not in ("fleet", "incident_id", "no_match", "window") for e in self.entries)
+        return any(e.kind not in ("fleet", "incident_id", *NOTE_KINDS) for e in self.entries)
 
     def describe(self, limit: int = 12) -> list[str]:
         """The scope in words, one line per entry (the report's "Logs read" section)."""
         out = []
         rows = [e for e in self.entries if e.device]
         for entry in self.entries:
-            if entry.kind in ("window", "no_match"):
+            if entry.kind in NOTE_KINDS:
                 out.append(entry.reason)
         for entry in rows[:limit]:
             count = f", {entry.lines_in_scope} lines" if entry.lines_in_scope is not None else ""
@@ -188,11 +190,15 @@ def build_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, *, incident
                         window_start=window.start, window_end=window.end)]
     offsets = offsets_around(conn, lo, hi)
     if not entries:
-        words = ", ".join(unmatched) if unmatched else "no device-like words"
-        notes.append(ScopeEntry(device=None, kind="no_match", matched=", ".join(unmatched) or None,
-                                reason=f"scope: no device matched the ticket's words ({words}); reading every "
-                                       "device that logged in the window",
-                                window_start=window.start, window_end=window.end))
+        elsewhere = _outside_note(conn, title, description, lo, hi, window)
+        if elsewhere is not None:
+            notes.append(elsewhere)
+        else:
+            words = ", ".join(unmatched) if unmatched else "no device-like words"
+            notes.append(ScopeEntry(device=None, kind="no_match", matched=", ".join(unmatched) or None,
+                                    reason=f"scope: no device matched the ticket's words ({words}); reading every "
+                                           "device that logged in the window",
+                                    window_start=window.start, window_end=window.end))
         for device in sorted(d for d, dev in devices.items() if "logs" in dev.sources):
             entries[device] = ScopeEntry(device=device, kind="fleet", reason="logged in the window")
     elif fleet:
@@ -211,8 +217,22 @@ def build_scope(conn: duckdb.DuckDBPyConnection, settings: Settings, *, incident
     counts = _count_lines(conn, counted, zone)
     counted = [e.model_copy(update={"lines_in_scope": counts.get(e.device, 0)}) for e in counted
                if e.kind != "fleet" or counts.get(e.device)]  # the fleet: devices that logged in their window
+    asked = [e.device for e in counted if e.device and e.kind not in ("neighbour", "fleet")]
+    if asked and not any(counts.get(d) for d in asked):  # named (by the inventory) but silent in the window
+        elsewhere = _outside_note(conn, title, description, lo, hi, window, asked)
+        notes += [elsewhere] if elsewhere else []
     return Scope(incident_id=incident_id, round=round, log_timezone=zone_name, entries=notes + counted,
                  focus_at=window.at)
+
+
+def _outside_note(conn: duckdb.DuckDBPyConnection, title: str, description: str, lo: datetime, hi: datetime,
+                  window: Window, devices: list[str] | None = None) -> ScopeEntry | None:
+    found = logged_outside(conn, title, description, (lo, hi), devices)
+    if found is None:
+        return None
+    reason, names = found
+    return ScopeEntry(device=None, kind="out_of_window", reason=reason, matched=", ".join(names),
+                      window_start=window.start, window_end=window.end)
 
 
 def _device_windows(entries: list[ScopeEntry], zone: ZoneInfo) -> list[dict]:

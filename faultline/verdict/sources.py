@@ -103,7 +103,8 @@ def log_opinion(outputs: dict[str, AgentOutput]) -> Opinion | None:
     if out is None:
         return None
     if not _known(out.label):
-        return Opinion(source="logs", devices=list(out.devices), note="the lines in scope name no label")
+        # a scope that read nothing says why (a window years before the archive's lines): the verdict keeps it
+        return Opinion(source="logs", devices=list(out.devices), note=out.missing or "the lines in scope name no label")
     score = float((out.data.get("label_scores") or {}).get(out.label, 0.0))
     how = f" ({score:.2f})" if score else ""
     return Opinion(source="logs", labels=[out.label], devices=list(out.devices),

@@ -12,8 +12,9 @@ SELECT
     s.incident_id,
     s.round,
     row_number() OVER (PARTITION BY s.incident_id, s.round ORDER BY
-        s.device IS NOT NULL, list_position(['window', 'no_match', 'incident_id', 'named', 'address', 'interface',
-                                              'role', 'service', 'neighbour', 'fleet'], s.kind), s.device) AS entry_seq,
+        s.device IS NOT NULL, list_position(['window', 'no_match', 'out_of_window', 'incident_id', 'named', 'address',
+                                              'interface', 'role', 'service', 'neighbour', 'fleet'], s.kind),
+        s.device) AS entry_seq,
     s.device,
     s.kind,
     s.reason,
