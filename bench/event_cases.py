@@ -7,6 +7,7 @@ tests of the event chain; nothing here reads how an analysis decides.
 
 from __future__ import annotations
 
+import random
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -85,20 +86,21 @@ def _first(cat, platform: str, classes: tuple[str, ...], n: int, skip: str = "")
 
 
 def build_cases(platforms: list[str] | None = None) -> list[Case]:
-    """Every root sample of every platform (or of `platforms`) as a case, each about 3 hours after the last."""
+    """Every root sample of every platform (or of `platforms`) as a case, each 3 to 6 hours after the last."""
     from faultline.events.catalogue import catalogue
 
     cat = catalogue()
     cases: list[Case] = []
-    for platform in platforms or sorted(cat.platforms):
+    gaps = random.Random(39)
+    for platform in platforms or sorted(p for p in cat.platforms if p != "generic"):  # its samples are vendors'
         plat = cat.platforms[platform]
         for message in plat.messages:
             if message.cls not in ROOTS:
                 continue
             for n, sample in enumerate(message.samples):
-                # irregular gaps: cases a whole number of hours apart would let the scope's clock-offset check
-                # line one device's events up with another's at a false offset
-                at = START + SPACING * len(cases) + timedelta(minutes=(len(cases) * 37) % 113)
+                # irregular gaps (seeded): cases a whole number of hours apart would let the scope's clock-offset
+                # check line one device's events up with another's at a false offset, as no real archive does
+                at = (cases[-1].at if cases else START) + SPACING + timedelta(seconds=gaps.randrange(0, 3 * 3600))
                 key = re.sub(r"\W+", "-", f"{platform}-{message.id or message.cls}-{n}").strip("-").lower()
                 case = Case(key, platform, message.cls, sample, f"{platform}-a", f"{platform}-b", f"{platform}-c", at)
                 _fill(case, cat, platform)

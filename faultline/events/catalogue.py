@@ -20,6 +20,7 @@ CLASSES_FILE = Path(__file__).with_name("classes.yml")
 VENDORS_DIR = Path(__file__).with_name("vendors")
 Role = Literal["root", "symptom", "echo", "recovery", "context"]
 ROLES: tuple[Role, ...] = ("root", "symptom", "echo", "recovery", "context")
+GENERIC = "generic"  # vendors/generic.yml: vendor-neutral wording, tried after every platform's own messages
 FIELDS = ("iface", "peer", "user", "reason", "process", "neighbor_iface")  # named groups a pattern may capture
 
 
@@ -197,7 +198,8 @@ def _platform(path: Path, classes: dict[str, EventClass]) -> Platform:
 def catalogue() -> Catalogue:
     """The catalogue as written in classes.yml and vendors/*.yml."""
     classes = _classes(CLASSES_FILE)
-    platforms = {p.stem: _platform(p, classes) for p in sorted(VENDORS_DIR.glob("*.yml"))}
+    files = sorted(VENDORS_DIR.glob("*.yml"), key=lambda p: (p.stem == GENERIC, p.stem))  # vendors' own first
+    platforms = {p.stem: _platform(p, classes) for p in files}
     return Catalogue(classes, platforms)
 
 
