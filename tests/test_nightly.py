@@ -494,14 +494,15 @@ def test_every_sql_cookbook_query_runs_on_a_nightly_warehouse(night):
     assert len(queries) >= 10
     conn = db.connect(settings.duckdb_path)
     try:
-        answered = 0
+        unanswered = []
         for query in queries:
             cursor = conn.execute(query)
             assert cursor.description, query
-            answered += bool(cursor.fetchall())
+            if not cursor.fetchall():
+                unanswered.append(query.strip().splitlines()[0])
     finally:
         conn.close()
-    assert answered >= len(queries) - 2, "most cookbook questions have an answer after one night"
+    assert len(unanswered) <= 2, f"most cookbook questions have an answer after one night; empty: {unanswered}"
 
 
 def test_the_demo_never_empties_a_folder_it_did_not_make(tmp_path, run_cli, capsys):
