@@ -96,8 +96,13 @@ def _log_families(log: AgentOutput | None) -> frozenset[str]:
         return frozenset()
     if "label_scores" not in log.data:  # an analyst that does not score labels: what it names is what it saw
         return frozenset({f} if (f := family_of(log.label)) else set())
+    from faultline.truth.taxonomy import taxonomy
+
     sums: dict[str, float] = {}
     for label, score in (log.data.get("label_scores") or {}).items():
+        entry = taxonomy().get(label)
+        if entry is not None and entry.consequence:  # a protocol's echo of some cause: never the logs' answer
+            continue
         family = family_of(label)
         if family and isinstance(score, (int, float)):
             sums[family] = sums.get(family, 0.0) + float(score)
