@@ -109,6 +109,23 @@ def test_the_tickets_already_ingested_give_the_year(fresh, tmp_path):
                for m in _notes(report)["spine2.log"])
 
 
+def test_tickets_ingested_after_the_logs_re_date_lines_that_took_the_copy_s_modification_year(fresh, tmp_path):
+    conn, settings = fresh  # the README's order on a copied archive: logs, then tickets
+    _log(tmp_path / "archive" / "spine2.log", "Sep 19 08:00:00 spine2 bgpd[1]: neighbor 10.0.0.1 Down",
+         "Sep 20 11:00:00 spine2 bgpd[1]: neighbor 10.0.0.1 Up", mtime=datetime(2026, 11, 30, 9, 0).timestamp())
+    _log(tmp_path / "archive" / "2019" / "leaf3.log", "Sep 19 08:00:05 leaf3 bgpd[1]: neighbor 10.0.0.0 Down")
+    ingest_paths(conn, settings, "logs", [tmp_path / "archive"])
+    assert _years(conn) == {"spine2.log": (2026, "mtime"), "leaf3.log": (2019, "folder")}
+    tickets = tmp_path / "tickets.jsonl"
+    tickets.write_text(json.dumps({"ticket_id": "NOC-1", "title": "BGP down spine2",
+                                   "created_at": "2019-09-19T08:10:00+00:00"}) + "\n")
+    report = ingest_paths(conn, settings, "tickets", [tickets])
+    assert _years(conn) == {"spine2.log": (2019, "tickets"), "leaf3.log": (2019, "folder")}  # a dated path stays
+    assert _stamps(conn, "spine2.log") == ["2019-09-19 08:00", "2019-09-20 11:00"]
+    said = [m for f in report.files for m in f.messages]
+    assert any("spine2.log" in m and "re-dated to 2019 by the tickets now ingested" in m for m in said)
+
+
 def test_without_any_clue_the_modification_year_is_taken_and_says_so(fresh, tmp_path):
     conn, settings = fresh
     _log(tmp_path / "leaf4.log", "Jun 14 15:16:01 leaf4 bgpd[11]: neighbor 10.0.0.2 Down",

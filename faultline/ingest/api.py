@@ -386,6 +386,10 @@ def ingest_paths(conn: duckdb.DuckDBPyConnection, settings: Settings, kind: str,
         else:  # one call (the flow's task run) per file
             reports = [per_file(conn, settings, kind, path, run_id=run_id, force=force, **options)
                        for path in tracked]
+    if kind == "tickets" and reports:  # logs ingested before them may have dated their lines by a copy's mtime
+        from faultline.ingest.logyear import redate_from_tickets
+
+        reports[-1].messages.extend(redate_from_tickets(conn, settings.log_timezone))
     report = IngestReport(run_id, kind, reports)
     failed = report.totals()["failed_files"]
     status = "completed" if not failed else ("failed" if failed == len(reports) else "completed_with_failures")

@@ -137,3 +137,30 @@ def year_from_tickets(conn: duckdb.DuckDBPyConnection, zone: str, first: datetim
     rows = conn.execute(TICKET_YEAR_SQL, [zone, first, parsed_year, last, parsed_year, _EARLIEST,
                                           datetime.now().year + 1]).fetchall()
     return YearChoice(int(rows[0][0]), "tickets") if rows else None
+
+
+MTIME_FILES_SQL = """
+SELECT f.source_file, f.log_year, min(l.ts), max(l.ts)
+FROM ingest_files f JOIN log_lines l ON l.source_file = f.source_file
+WHERE f.kind = 'logs' AND f.log_year_source = 'mtime' AND l.ts IS NOT NULL
+GROUP BY f.source_file, f.log_year ORDER BY f.source_file
+"""
+
+
+def redate_from_tickets(conn: duckdb.DuckDBPyConnection, zone: str) -> list[str]:
+    """Log files whose year-less lines took their file's modification year, re-dated by the tickets now ingested
+    (rule 3 with the tickets that arrived after the logs): every line of such a file moves by whole years. What was
+    moved, in words (the ingest summary's)."""
+    said = []
+    for source_file, year, first, last in conn.execute(MTIME_FILES_SQL).fetchall():
+        choice = year_from_tickets(conn, zone, first, last, year)
+        if choice is None or choice.year == year:
+            continue
+        shift = choice.year - year
+        conn.execute("UPDATE log_lines SET ts = ts + to_years(?) WHERE source_file = ? AND ts IS NOT NULL",
+                     [shift, source_file])
+        conn.execute("UPDATE ingest_files SET log_year = ?, log_year_source = 'tickets' "
+                     "WHERE kind = 'logs' AND source_file = ?", [choice.year, source_file])
+        said.append(f"{source_file}: its timestamps without a year had taken {year} from the file's modification "
+                    f"time; re-dated to {choice.year} by the tickets now ingested — pass `ingest logs --year` if wrong")
+    return said
