@@ -22,7 +22,11 @@ Every ticket is analysed by ASTRA (deterministic analyst) through the product's 
 * the same device and event-type checks on the verdict (`faultline.verdict`), which here has no network and
   stands on ASTRA's sources alone.
 
-    .venv/bin/python bench/noc_logs.py [--data DIR] [--tickets FILE] [--scenario S] [--rounds N] [--json]
+    .venv/bin/python bench/noc_logs.py [--data DIR] [--tickets FILE] [--scenario S] [--rounds N] [--copied] [--json]
+
+`--copied`: the archive as a NOC copies it to a new disk (every file modified today, no year given): the logs are
+ingested first, the tickets after them re-date the lines (docs/scope.md#timestamps-without-a-year). The peer
+tickets need the lines' dates before the tickets exist, so this mode writes the device and vague tickets only.
 
 Clocks: the logs carry no zone; the events' offset (`-07:00` in the shared set) gives the log and
 ticket time zone. leaf4 logs UTC: the scope must find that itself; the truth side applies the
@@ -34,6 +38,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -126,7 +131,7 @@ def write_tickets(conn, events: list[dict[str, str]], slack: float, offsets: dic
 
 
 def run(data: Path, tickets_file: Path | None, scenario: str | None, rounds: int, slack: float,
-        offsets: dict[str, timedelta], work: Path) -> dict[str, Any]:
+        offsets: dict[str, timedelta], work: Path, copied: bool = False) -> dict[str, Any]:
     from faultline import db
     from faultline.astra.unit import run_astra
     from faultline.config import Settings
@@ -143,11 +148,14 @@ def run(data: Path, tickets_file: Path | None, scenario: str | None, rounds: int
     zone = _zone_name(events)
     year = datetime.fromisoformat(events[0]["start"]).year
     settings = Settings(duckdb_path=work / "noc.duckdb", lancedb_dir=work / "lancedb", progress=False,
-                        log_default_year=year, log_timezone=zone)
+                        log_default_year=None if copied else year, log_timezone=zone)
     conn = db.open_warehouse(settings)
     timings: dict[str, float] = {}
     t = time.perf_counter()
     logs = [p for p in sorted((data / "logs").glob("*.log")) if not scenario or p.name.endswith(f".{scenario}.log")]
+    if copied:  # as a NOC copies an archive to a new disk: every file modified today, no year given
+        (work / "copied").mkdir(exist_ok=True)
+        logs = [Path(shutil.copy(p, work / "copied" / p.name)) for p in logs]
     ingest_paths(conn, settings, "logs", logs)
     timings["ingest_logs_s"] = round(time.perf_counter() - t, 2)
     catalogue = configured_path("docs", "frr_errors.jsonl")
@@ -267,16 +275,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--slack", type=float, default=60.0)
     parser.add_argument("--clock-offset", action="append", default=None, help="DEVICE=HOURS for the truth side")
     parser.add_argument("--work", type=Path, default=None)
+    parser.add_argument("--copied", action="store_true",
+                        help="ingest a fresh copy of the logs with no year given, then the tickets (README's order)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     require_paths(parser, args, "data")
     offsets = _offsets(args.clock_offset or ["leaf4=7"])
     if args.work:
         args.work.mkdir(parents=True, exist_ok=True)
-        report = run(args.data, args.tickets, args.scenario, args.rounds, args.slack, offsets, args.work)
+        report = run(args.data, args.tickets, args.scenario, args.rounds, args.slack, offsets, args.work, args.copied)
     else:
         with tempfile.TemporaryDirectory(prefix="noc-logs-") as tmp:
-            report = run(args.data, args.tickets, args.scenario, args.rounds, args.slack, offsets, Path(tmp))
+            report = run(args.data, args.tickets, args.scenario, args.rounds, args.slack, offsets, Path(tmp),
+                         args.copied)
     if args.json:
         print(json.dumps(report, indent=2, default=str))
     else:
