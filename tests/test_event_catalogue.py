@@ -41,12 +41,15 @@ def test_vendor_neutral_wording_reads_every_sample_it_was_written_from_and_no_cl
     assert list(catalogue().platforms)[-1] == GENERIC  # tried after every platform's own messages
     cleared = ["RP/0/RP0/CPU0:Sep 19 16:55:43.150 : optics_driver[221]: %PKT_INFRA-FM-2-FAULT_CRITICAL : "
                "ALARM_CRITICAL :OPTICS RX LOS LANE-0 :CLEAR : Optics0/0/0/26:  Optics0/0/0/26",
-               "Fan tray 1 status: OK", "Temperature back to normal on sensor 3"]
-    assert [match(line) for line in cleared] == [None, None, None]
+               "Fan tray 1 status: OK", "Temperature back to normal on sensor 3",
+               "Mar  3 10:20:00 edge8 alarmd[4]: ALARM_MAJOR :OPTICS NOT PRESENT :CLEAR : Optics0/0/0/3"]
+    assert [match(line) for line in cleared] == [None] * len(cleared)
     # a platform with no file of its own, in its own words (the wording a NOC ticket quoted for a pulled optic)
     unseen = {"Mar  3 10:14:02 edge7 chassis[88]: Optics module in port 0/0/0/7 removed": "transceiver_removed",
               "Mar  3 10:14:03 edge7 chassis[88]: port 0/0/0/7: loss of signal detected": "optics_loss_of_signal",
-              "Mar  3 10:20:00 edge7 envd[12]: fan tray 2 failed": "fan_failure"}
+              "Mar  3 10:20:00 edge7 envd[12]: fan tray 2 failed": "fan_failure",
+              "Mar  3 10:14:02 edge8 alarmd[4]: ALARM_MAJOR :OPTICS NOT PRESENT :DECLARE : Optics0/0/0/3":
+                  "transceiver_removed"}
     assert {line: getattr(match(line), "cls", None) for line in unseen} == unseen
 
 
