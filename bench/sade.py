@@ -7,9 +7,10 @@ rate, median and p90 probe calls (device-level probes asked of the network; the 
 as one), median seconds per incident on the snapshot backend — overall and per size — and every incident
 the gated policy got wrong, with what it answered instead. Per mechanism (the ground truth's
 `mechanism_id`, "standard" for corpora recorded before labels had several): the same figures per
-mechanism, and per label the mechanism SADE does worst on. `--no-baseline` hides the recorded healthy
-baselines (the situation on a live network or an MCP server); `--no-ticket` hides the tickets
-(no ticket-guided triage).
+mechanism, and per label the mechanism SADE does worst on. Per method, the broken networks (ground truth with a
+fault) answered healthy or not at all, by incident: the one answer SADE must never give with symptoms in hand.
+`--no-baseline` hides the recorded healthy baselines (the situation on a live network or an MCP server);
+`--no-ticket` hides the tickets (no ticket-guided triage).
 
     .venv/bin/python bench/sade.py [--corpus DIR ...] [--no-baseline] [--json]
 """
@@ -83,7 +84,11 @@ def run(corpus: Path, baseline: bool = True, ticket: bool = True) -> dict[str, A
         for size in by_size:
             sized = [e.diagnosis.probe_calls for e in evaluated if e.score.size == size]
             per_size_probes[size] = statistics.median(sized) if sized else 0
+        # a broken network answered healthy (or not answered): the one answer SADE must never give with symptoms
+        healthy_answers = sorted(e.score.incident_id for e in evaluated if e.score.labels and (
+            e.diagnosis.submission is None or not e.diagnosis.submission.v1.is_anomaly))
         per_method[method] = {"overall": overall, "by_size": by_size, "median_probes": statistics.median(probes),
+                              "broken_answered_healthy": healthy_answers,
                               "p90_probes": _pct(probes, 0.9), "median_probes_by_size": per_size_probes,
                               "median_seconds": round(statistics.median(seconds), 4),
                               "max_seconds": max(seconds), "by_mechanism": by_mechanism(evaluated, mechs)}
@@ -128,6 +133,9 @@ def main(argv: list[str] | None = None) -> None:
                       f"{(s['v2_f1'] or 0):>7.3f} {s['no_submission_rate']:>7.3f} {probes:>10}")
             print(f"{method:7} p90 probes {m['p90_probes']}, median {m['median_seconds']} s/incident "
                   f"(max {m['max_seconds']} s)")
+            broken = m["broken_answered_healthy"]
+            print(f"{method:7} broken networks answered healthy: {len(broken)}"
+                  f"{' (' + ', '.join(broken) + ')' if broken else ''}")
         sade, flat = r["methods"]["sade"], r["methods"]["flat"]
         print(f"probe ratio flat/sade (medians): {flat['median_probes'] / max(sade['median_probes'], 1):.1f}x")
         print(f"{'mechanism':12} {'method':7} {'n':>4} {'detect':>7} {'loc F1':>7} {'RCA F1':>7}")
