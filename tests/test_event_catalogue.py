@@ -49,7 +49,8 @@ def test_vendor_neutral_wording_reads_every_sample_it_was_written_from_and_no_cl
               "Mar  3 10:14:03 edge7 chassis[88]: port 0/0/0/7: loss of signal detected": "optics_loss_of_signal",
               "Mar  3 10:20:00 edge7 envd[12]: fan tray 2 failed": "fan_failure",
               "Mar  3 10:14:02 edge8 alarmd[4]: ALARM_MAJOR :OPTICS NOT PRESENT :DECLARE : Optics0/0/0/3":
-                  "transceiver_removed"}
+                  "transceiver_removed",
+              "Mar  3 10:14:02 edge9 pfm[7]: Port 0/0/0/4: OIR removal of the SFP+ module": "transceiver_removed"}
     assert {line: getattr(match(line), "cls", None) for line in unseen} == unseen
 
 
