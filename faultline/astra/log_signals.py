@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 from faultline.astra.flap_rule import flap_runs
 from faultline.astra.ticket_time import TicketTime, ticket_time
 from faultline.config import Settings
+from faultline.events.catalogue import match
 from faultline.scope.resolve import Scope, build_scope, local_time, scope_lines
 from faultline.truth.taxonomy import Volume, taxonomy
 
@@ -160,8 +161,21 @@ def _fire(lines: list[LogLine]) -> dict[str, tuple[str, tuple[LogLine, ...], str
     contexts: dict[str, set[str | None]] = {}
     # a `final` line is its program's last in its file within the scope (a collector's file mixes programs)
     last = {(line.source_file, line.component): line.line_no for line in lines}  # lines come in file, line order
+    # an event class's signals are its vendor messages: each line is read once by the catalogue (cached by text)
+    # rather than by every message's pattern, and a line is the one event its first matching message says
+    by_message: dict[tuple[str, str], list[LogLine]] = defaultdict(list)
+    for line in lines:
+        event = match(line.text)
+        if event is not None:
+            by_message[(event.cls, event.pattern)].append(line)
     for info in taxonomy().values():
         for signal in info.signals:
+            if info.kind == "event":
+                hits = tuple(by_message.get((info.label, signal.pattern.pattern), ()))
+                if hits:
+                    fired[f"{info.label}:re:{signal.pattern.pattern}"] = (info.label, hits,
+                                                                         f"/{signal.pattern.pattern}/")
+                continue
             hits = tuple(line for line in lines if signal.pattern.search(line.text)
                          and (not signal.final or last[(line.source_file, line.component)] == line.line_no))
             if hits and signal.context is not None:
@@ -342,8 +356,6 @@ def _score(conn: duckdb.DuckDBPyConnection, settings: Settings, incident: Incide
 def _vendor_event(text: str) -> bool:
     """Whether the event catalogue reads the line as an event of its own (anything but a protocol's echo, which
     a fault such as a filter may well be the cause of)."""
-    from faultline.events.catalogue import match
-
     found = match(text)
     return found is not None and found.role != "echo"
 

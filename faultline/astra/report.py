@@ -185,7 +185,7 @@ def write_deterministic(incident: Incident, outputs: dict[str, AgentOutput], cla
         root = stated(causes[0], ev.get(causes[0].claim_id))
     else:
         root = NO_ROOT_CAUSE
-    chain = _event_chain(outputs, label)
+    chain = event_chain_of(outputs, label)
     if chain:
         root += " " + chain_sentence(chain)
     fix = stated(fixes[0], ev.get(fixes[0].claim_id)) if fixes else (generic_guidance(chain) if chain else NO_FIX)
@@ -204,10 +204,11 @@ def write_deterministic(incident: Incident, outputs: dict[str, AgentOutput], cla
     return report.model_copy(update={"text": render_markdown(report)})
 
 
-def _event_chain(outputs: dict[str, AgentOutput], label: str | None) -> dict | None:
+def event_chain_of(outputs: dict[str, AgentOutput], label: str | None) -> dict | None:
+    """The log agent's event chain (`data.event_chain`), when it is the chain of `label`."""
     log = outputs.get("log")
     chain = log.data.get("event_chain") if log else None
-    return chain if isinstance(chain, dict) and chain.get("label") == label else None
+    return chain if isinstance(chain, dict) and label and chain.get("label") == label else None
 
 
 def chain_sentence(chain: dict) -> str:
@@ -227,10 +228,9 @@ def chain_sentence(chain: dict) -> str:
 
 
 def generic_guidance(chain: dict) -> str:
-    """The catalogue's next check for the chain's event, said to be generic guidance with its source."""
-    check = chain.get("next_check") or {}
-    if not check.get("text"):
-        return NO_FIX
+    """The catalogue's next check for the chain's event (every class has one), said to be generic guidance with its
+    source."""
+    check = chain["next_check"]
     text = (f"Generic guidance for {chain['label'].replace('_', ' ')} (no resolved ticket or runbook section fits; "
             f"from the vendor event catalogue, not from this incident): {check['text']}")
     for platform in check.get("commands") or []:

@@ -34,14 +34,18 @@ class Check:
 
 @dataclass(frozen=True)
 class Flap:
-    """A count rule: >= ``min_changes`` changes of one interface's state on one device within ``window_s`` seconds;
-    the changes are lines of the classes in ``states`` (class -> "down" or "up"), read by the catalogue."""
+    """A count rule: >= ``min_changes`` changes of one interface's state on one device within ``window_s`` seconds.
 
-    pattern: None
+    The changes are lines matching ``pattern`` (its ``iface`` group names the interface: a taxonomy rule), or,
+    without one, lines of the classes in ``states`` (class -> "down" or "up"), read by the catalogue, where a
+    repeated state counts once (a kernel and a daemon both logging one change).
+    """
+
+    pattern: re.Pattern[str] | None
     min_changes: int
     window_s: float
     weight: float
-    states: tuple[tuple[str, str], ...]
+    states: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,7 @@ class EventMatch:
     platform: str
     message_id: str
     fields: dict[str, str]
+    pattern: str = ""  # the message's regex, as written (the taxonomy's signal for it)
 
     @property
     def role(self) -> Role:
@@ -210,7 +215,7 @@ def match(text: str) -> EventMatch | None:
         found = message.pattern.search(text)
         if found:
             fields = {k: v for k, v in found.groupdict().items() if v}
-            return EventMatch(message.cls, message.platform, message.id, fields)
+            return EventMatch(message.cls, message.platform, message.id, fields, message.pattern.pattern)
     return None
 
 

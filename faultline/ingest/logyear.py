@@ -139,12 +139,8 @@ def year_from_tickets(conn: duckdb.DuckDBPyConnection, zone: str, first: datetim
     return YearChoice(int(rows[0][0]), "tickets") if rows else None
 
 
-MTIME_FILES_SQL = """
-SELECT f.source_file, f.log_year, min(l.ts), max(l.ts)
-FROM ingest_files f JOIN log_lines l ON l.source_file = f.source_file
-WHERE f.kind = 'logs' AND f.log_year_source = 'mtime' AND l.ts IS NOT NULL
-GROUP BY f.source_file, f.log_year ORDER BY f.source_file
-"""
+MTIME_FILES_SQL = "SELECT source_file, log_year FROM ingest_files WHERE kind = 'logs' AND log_year_source = 'mtime'"
+SPAN_SQL = "SELECT min(ts), max(ts) FROM log_lines WHERE source_file = ? AND ts IS NOT NULL"
 
 
 def redate_from_tickets(conn: duckdb.DuckDBPyConnection, zone: str) -> list[str]:
@@ -152,7 +148,10 @@ def redate_from_tickets(conn: duckdb.DuckDBPyConnection, zone: str) -> list[str]
     (rule 3 with the tickets that arrived after the logs): every line of such a file moves by whole years. What was
     moved, in words (the ingest summary's)."""
     said = []
-    for source_file, year, first, last in conn.execute(MTIME_FILES_SQL).fetchall():
+    for source_file, year in conn.execute(MTIME_FILES_SQL).fetchall():  # usually none: no scan of the lines then
+        ((first, last),) = conn.execute(SPAN_SQL, [source_file]).fetchall()
+        if first is None:
+            continue
         choice = year_from_tickets(conn, zone, first, last, year)
         if choice is None or choice.year == year:
             continue

@@ -16,6 +16,8 @@ from typing import Literal
 
 import yaml
 
+from faultline.events.catalogue import Flap  # one count rule for the taxonomy's labels and the catalogue's classes
+
 TAXONOMY_FILE = Path(__file__).with_name("taxonomy.yml")
 RUBRIC_FILE = Path(__file__).with_name("rubric.yml")
 
@@ -43,22 +45,6 @@ class Volume:
     ratio: float
     min_lines: int
     weight: float
-
-
-@dataclass(frozen=True)
-class Flap:
-    """A count rule: >= ``min_changes`` lines matching ``pattern`` for one interface (its ``iface`` group) of
-    one device within ``window_s`` seconds (an interface going down and up again and again).
-
-    ``states``: instead of one pattern, the event classes whose lines are state changes ("down"/"up"), read by
-    the vendor event catalogue; repeated lines of one state count once (a kernel and a daemon both logging it).
-    """
-
-    pattern: re.Pattern[str] | None
-    min_changes: int
-    window_s: float
-    weight: float
-    states: tuple[tuple[str, str], ...] = ()
 
 
 Kind = Literal["fault", "event"]
@@ -143,8 +129,7 @@ def _event_entries() -> dict[str, Label]:
         scoring = cls.role in ("root", "symptom", "echo")
         signals = tuple(Signal(m.pattern, m.weight if m.weight is not None else cls.weight)
                         for m in cat.messages_of(cls.name)) if scoring else ()
-        flaps = tuple(Flap(f.pattern, f.min_changes, f.window_s, f.weight, f.states) for f in cls.flaps)
-        out[cls.name] = Label(cls.name, cls.category, cls.summary, signals, (), "event", cls.event_types, flaps,
+        out[cls.name] = Label(cls.name, cls.category, cls.summary, signals, (), "event", cls.event_types, cls.flaps,
                               cls.explains, cls.role == "echo", cls.role)
     return out
 

@@ -65,21 +65,12 @@ def _fix(labels: list[str], devices: list[str], objects: list[str], found: list[
                 f"{ev.quote_of(docs[0].text)}{target}")
         return text, True
     if chain:
-        from faultline.astra.report import NO_FIX, generic_guidance
+        from faultline.astra.report import generic_guidance
 
-        guidance = generic_guidance(chain)
-        if guidance != NO_FIX:
-            return f"On {where}: {guidance}{target}", False
+        return f"On {where}: {generic_guidance(chain)}{target}", False
     text = (f"{NO_FIX_YET} for {', '.join(labels)} on {where}: no resolved incident or documentation section "
             f"covers this fault. Start from the evidence above.{target}")
     return text, False
-
-
-def _chain(inputs: Inputs, labels: list[str]) -> dict | None:
-    """ASTRA's event chain, when the verdict names the event it is the chain of."""
-    log = inputs.outputs.get("log")
-    chain = log.data.get("event_chain") if log else None
-    return chain if isinstance(chain, dict) and labels and chain.get("label") == labels[0] else None
 
 
 def _verification(inputs: Inputs, flags: list, claims: ev.Claims) -> str:
@@ -117,7 +108,9 @@ def build(conn: duckdb.DuckDBPyConnection, settings: Settings, inputs: Inputs) -
     if logs is not None and logs.labels and "logs" in decision.disagreeing:
         ev.log_claims(claims, rows, logs.labels, logs.devices, section="disagreement",
                       lead="The logs point elsewhere: ")
-    chain = _chain(inputs, labels)
+    from faultline.astra.report import event_chain_of
+
+    chain = event_chain_of(inputs.outputs, labels[0] if labels else None)  # ASTRA's chain of the verdict's event
     ev.chain_claims(claims, chain)
     before = inputs.incident.opened_at
     found = precedents(conn, labels, before=before, similar=inputs.similar) if labels else []

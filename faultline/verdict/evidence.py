@@ -176,13 +176,10 @@ def chain_claims(claims: Claims, chain: dict | None) -> int:
              for e in chain.get("echoes") or []]
     rows += [(e, "Context on the device") for e in chain.get("context") or []]
     rows += [(e, "Later, after the ticket was opened (not its cause)") for e in chain.get("later") or []]
+    from faultline.astra.event_chain import ChainEvent
+
     for event, lead in rows:
-        words = " ".join(p for p in (event.get("iface"), f"peer {event['peer']}" if event.get("peer") else None,
-                                     f"({event['reason']})" if event.get("reason") else None,
-                                     f"by {event['user']}" if event.get("user") else None) if p)
-        when = f" at {event['at']}" if event.get("at") else ""
-        claims.add("chain", f"{lead}: {event['cls'].replace('_', ' ')} on {event.get('device') or '?'}"
-                            f"{' ' + words if words else ''}{when}", event["quote"],
+        claims.add("chain", f"{lead}: {ChainEvent(**event).describe()}", event["quote"],
                    Citation(source="logs", ref=f"{event['source_file']}:{event['line_no']}", device=event.get("device"),
                             detail="log line in scope"))
     return len(rows)

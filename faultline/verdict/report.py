@@ -55,7 +55,7 @@ def render(v: Verdict) -> str:
               "**Evidence about this incident.**", ""]
     about = [c for c in v.claims if c.status == "VERIFIED" and c.section in ("symptom", "evidence")]
     lines += [_line(c) for c in about] or ["- (no source about this incident shows the fault)"]
-    chain = v.claims and [c for c in v.claims if c.section == "chain"]
+    chain = [c for c in v.claims if c.section == "chain"]
     if chain:
         lines += ["", "**Event chain (the root event, then its echoes).**", ""] + [_line(c) for c in chain]
     lines += ["", f"**Root cause.** {v.root_cause}", ""]
