@@ -127,10 +127,7 @@ class Catalogue:
 
     classes: dict[str, EventClass]
     platforms: dict[str, Platform]
-
-    @property
-    def messages(self) -> tuple[Message, ...]:
-        return tuple(m for p in self.platforms.values() for m in p.messages)
+    messages: tuple[Message, ...]  # every platform's, in the order `match` tries them
 
     def messages_of(self, cls: str) -> tuple[Message, ...]:
         return tuple(m for m in self.messages if m.cls == cls)
@@ -205,7 +202,7 @@ def catalogue() -> Catalogue:
     classes = _classes(CLASSES_FILE)
     files = sorted(VENDORS_DIR.glob("*.yml"), key=lambda p: (p.stem == GENERIC, p.stem))  # vendors' own first
     platforms = {p.stem: _platform(p, classes) for p in files}
-    return Catalogue(classes, platforms)
+    return Catalogue(classes, platforms, tuple(m for p in platforms.values() for m in p.messages))
 
 
 @lru_cache(maxsize=65_536)  # a night reads the same archive lines for many tickets and rounds
@@ -228,5 +225,5 @@ def next_check(cls: str, platforms: list[str] | tuple[str, ...] = ()) -> tuple[C
     return cat.classes[cls].next_check, commands
 
 
-__all__ = ["Catalogue", "Check", "EventClass", "EventMatch", "Message", "Platform", "ROLES", "Source", "catalogue",
-           "match", "next_check"]
+__all__ = ["Catalogue", "Check", "EventClass", "EventMatch", "Flap", "Message", "Platform", "ROLES", "Source",
+           "catalogue", "match", "next_check"]
