@@ -1,0 +1,80 @@
+"""The faults of issue 40's classes, each made with plain commands (not `faultline/lab/faults`), and the answer a NOC
+would write for it. Recorded by `tests/foreign.py`; diagnosed by tests/test_sade_foreign.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.foreign import Cmd, ForeignCase, users_see_a_problem
+
+# a process of one namespace by its command name: the PIDs `ip netns pids` lists, filtered by /proc/PID/comm
+_PIDS = "for p in $(ip netns pids {ns[%s]}); do [ \"$(cat /proc/$p/comm)\" = %s ] && echo $p; done"
+
+
+def _pids(device: str, comm: str) -> str:
+    return _PIDS % (device, comm)
+
+
+def _name_fails(ctx: Any, case: ForeignCase) -> str | None:
+    """A user's name lookup no longer answers (the pages need it too)."""
+    from faultline.network.probes import run_probe
+
+    status = run_probe(ctx, "dig", src="host_1_1_1_1", name="web0.local").record.status
+    return None if status != "NOERROR" else "web0.local still resolves"
+
+
+CASES: dict[str, ForeignCase] = {c.name: c for c in (
+    ForeignCase(
+        name="dns-frozen", scenario="ospf_enterprise_static", label="dns_service_down", devices=("dns_server",),
+        what="the name server's process stopped by SIGSTOP: it runs, holds its port, and answers nothing",
+        commands=(Cmd(None, f"kill -STOP $({_pids('dns_server', 'dnsmasq')})"),), symptom=_name_fails),
+    ForeignCase(
+        name="dns-rebound", scenario="ospf_enterprise_static", label="dns_service_down", devices=("dns_server",),
+        what="the name server restarted with its own configuration on port 5353: it runs and answers, but not on "
+             "the port users ask",
+        commands=(Cmd(None, "set -e; p=$(" + _pids("dns_server", "dnsmasq") + "); "
+                            "args=$(tr '\\0' ' ' < /proc/$p/cmdline); kill $p; sleep 1; "
+                            "ip netns exec {ns[dns_server]} $args --port=5353"),),
+        symptom=_name_fails),
+    ForeignCase(
+        name="bgp-remote-as", scenario="simple_bgp", label="bgp_asn_misconfig", devices=("router2",),
+        what="router2's neighbour statement for router1 changed to remote-as 9 (router1 is AS 1)",
+        commands=(Cmd(None, "vtysh --vty_socket {vty[router2]} -c 'configure terminal' -c 'router bgp 2' "
+                            "-c 'neighbor 10.0.0.0 remote-as 9'"),)),
+    ForeignCase(
+        name="ospf-passive", scenario="ospf_enterprise_static", label="ospf_neighbor_missing",
+        devices=("dist_router_1_1",),
+        what="dist_router_1_1's uplink to core_router_1 made OSPF-passive: no hello, no adjacency, its LAN's "
+             "routes gone",
+        commands=(Cmd(None, "vtysh --vty_socket {vty[dist_router_1_1]} -c 'configure terminal' "
+                            "-c 'interface eth0' -c 'ip ospf passive'"),)),
+    ForeignCase(
+        name="host-blackhole-prefix", scenario="ospf_enterprise_static", label="host_static_blackhole",
+        devices=("host_2_1_1_1",),
+        what="a blackhole route for the server LAN (10.1.2.0/24) on host_2_1_1_1; its default route is intact",
+        commands=(Cmd("host_2_1_1_1", "ip route add blackhole 10.1.2.0/24"),)),
+    ForeignCase(
+        name="iptables-reject", scenario="ospf_enterprise_static", label="http_acl_block", devices=("web_server_0",),
+        what="iptables on web_server_0 rejects TCP port 80 with a reset",
+        commands=(Cmd("web_server_0", "iptables -A INPUT -p tcp --dport 80 -j REJECT --reject-with tcp-reset"),)),
+    ForeignCase(
+        name="iptables-random-drop", scenario="ospf_enterprise_static", label="link_high_packet_corruption",
+        devices=("host_2_1_1_1",),
+        what="iptables on host_2_1_1_1 drops 40% of what leaves eth0 at random (statistic match)",
+        commands=(Cmd("host_2_1_1_1", "iptables -A OUTPUT -o eth0 -m statistic --mode random --probability 0.4 "
+                                      "-j DROP"),)),
+    ForeignCase(
+        name="htb-queue", scenario="ospf_enterprise_static", label="link_bandwidth_throttling",
+        devices=("host_2_1_1_1",),
+        what="an htb shaper of 64 kbit/s on host_2_1_1_1's eth0 with a deep queue (nothing dropped: packets wait "
+             "seconds), loaded by a backup job's bulk traffic",
+        commands=(Cmd("host_2_1_1_1", "tc qdisc replace dev eth0 root handle 1: htb default 10 && "
+                                      "tc class add dev eth0 parent 1: classid 1:10 htb rate 64kbit ceil 64kbit && "
+                                      "tc qdisc add dev eth0 parent 1:10 handle 10: pfifo limit 5000"),
+                  Cmd("host_2_1_1_1", "ping -q -n -i 0.02 -s 1000 10.1.0.10", background=True)),
+        symptom=users_see_a_problem),
+    ForeignCase(
+        name="bgpd-down", scenario="simple_bgp", label="frr_service_down", devices=("router1",),
+        what="router1's bgpd killed; zebra and the other daemons run on",
+        commands=(Cmd(None, f"kill -9 $({_pids('router1', 'bgpd')})"),)),
+)}
