@@ -254,6 +254,14 @@ class Settings(BaseSettings):
         "", description="litellm model string the SADE `llm` policy uses when --model is not given "
         "(empty: --model is required)."
     )
+    sade_second_look_users: int = Field(
+        0, ge=0, description="After an answer, the service canary of SADE's second look asks from this many user "
+        "positions the answer leaves reachable (0: every one); more finds more second faults for more probes "
+        "(docs/benchmarks.md, the second look's trade-off)."
+    )
+    sade_second_look_pages: int = Field(
+        1, ge=1, description="Pages each user position of the second look's service canary asks for."
+    )
     sade_max_turns: int = Field(
         20, ge=1, description="Turn budget of the SADE `llm` policy, at least 1 (one model decision per turn; "
         "refused actions count); a single reminder is given at half the budget."

@@ -32,9 +32,10 @@ CASES: dict[str, ForeignCase] = {c.name: c for c in (
         name="dns-rebound", scenario="ospf_enterprise_static", label="dns_service_down", devices=("dns_server",),
         what="the name server restarted with its own configuration on port 5353: it runs and answers, but not on "
              "the port users ask",
-        commands=(Cmd(None, "set -e; p=$(" + _pids("dns_server", "dnsmasq") + "); "
-                            "args=$(tr '\\0' ' ' < /proc/$p/cmdline); kill $p; sleep 1; "
-                            "ip netns exec {ns[dns_server]} $args --port=5353"),),
+        commands=(Cmd(None, "p=$(" + _pids("dns_server", "dnsmasq") + "); tr '\\0' ' ' < /proc/$p/cmdline "
+                            "> /tmp/dns-rebound.args && kill $p && sleep 1"),
+                  # dnsmasq stays in the foreground (as the lab starts it): it runs until the recording is done
+                  Cmd("dns_server", "exec $(cat /tmp/dns-rebound.args) --port=5353", background=True)),
         symptom=_name_fails),
     ForeignCase(
         name="bgp-remote-as", scenario="simple_bgp", label="bgp_asn_misconfig", devices=("router2",),

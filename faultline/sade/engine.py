@@ -10,7 +10,7 @@ from faultline.nika.answers import RootCause, SubmissionV1, SubmissionV2
 from faultline.nika.labels import v2_fault_type
 from faultline.sade.matcher import Match
 from faultline.sade.records import Diagnosis, Submission
-from faultline.sade.session import Session
+from faultline.sade.session import Breadth, Session
 
 
 class NoSubmission(Exception):
@@ -24,6 +24,8 @@ def build_submission(matches: list[Match]) -> Submission:
     causes: list[RootCause] = []
     for m in matches:
         devices += [d for d in m.devices if d not in devices]
+        if not m.label:  # "fault not identified": anomalous, its devices, no label (nothing supports one)
+            continue
         if m.label not in labels:
             labels.append(m.label)
         for resource in m.resources:
@@ -31,9 +33,9 @@ def build_submission(matches: list[Match]) -> Submission:
             if cause not in causes:
                 causes.append(cause)
     anomalous = bool(matches)
-    summary = "; ".join(f"{m.label} on {', '.join(m.devices)} ({m.family}/{m.fingerprint}: "
-                        f"{m.evidence[0] if m.evidence else ''})" for m in matches) or "no fingerprint matched "\
-        "after the full sweep: healthy"
+    summary = "; ".join(f"{m.label or 'fault not identified'} on {', '.join(m.devices)} ({m.family}/{m.fingerprint}: "
+                        f"{m.evidence[0] if m.evidence else ''})" for m in matches) or "no symptom and no "\
+        "fingerprint after the full sweep: healthy"
     return Submission(v1=SubmissionV1(is_anomaly=anomalous, faulty_devices=devices, root_cause_name=labels),
                       v2=SubmissionV2(is_anomaly=anomalous, root_causes=causes),
                       families=sorted({m.family for m in matches}),
@@ -41,13 +43,15 @@ def build_submission(matches: list[Match]) -> Submission:
 
 
 def diagnose(backend: Backend, *, incident_id: str, method: str = "sade", policy: str = "deterministic",
-             run_policy: Callable[[Session], list[Match]] | None = None, ticket: str = "") -> Diagnosis:
+             run_policy: Callable[[Session], list[Match]] | None = None, ticket: str = "",
+             breadth: Breadth | None = None) -> Diagnosis:
     """Diagnose one incident. `method` is sade (phase-gated) or flat; `run_policy` overrides the policy;
-    `ticket` is what the user reported (title and description), a lead when the network shows nothing."""
+    `ticket` is what the user reported (title and description), a lead when the network shows nothing; `breadth`
+    how far the second look asks (default: every user position, one page each)."""
     from faultline.sade import policy as policies
 
     t0 = time.perf_counter()
-    session = Session(backend, ticket=ticket)
+    session = Session(backend, ticket=ticket, breadth=breadth or Breadth())
     chosen = run_policy or (policies.flat if method == "flat" else policies.deterministic)
     try:
         matches = chosen(session)

@@ -140,16 +140,12 @@ def _unstable(session: Session, rows: list, partial: Counter[str]) -> dict[str, 
     return dict(score)
 
 
-def service_canary(session: Session, avoid: set[str], limit: int = MAX_CANARY_URLS,
-                   note: str = "service canary") -> Symptoms:
-    """The service canary from the first user position not in `avoid` (devices an answer already explains):
-    what a user whose own network works sees of the services. Empty when there is no such position."""
-    from faultline.network.snapshot import client_positions
-
+def service_canary_from(session: Session, user: str, limit: int = MAX_CANARY_URLS,
+                        note: str = "service canary") -> Symptoms:
+    """The service canary from the user position `user`: what a user whose own network works sees of the
+    services (at most `limit` pages)."""
     sym = Symptoms()
-    names = [n for n in client_positions(session.devices()) if n not in avoid]
-    if names:
-        _canary(session, sym, session.device(names[0]), limit, note)
+    _canary(session, sym, session.device(user), limit, note)
     return sym
 
 

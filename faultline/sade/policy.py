@@ -18,13 +18,14 @@ from faultline.sade.second_look import second_look
 from faultline.sade.session import Session
 from faultline.sade.skill_search import interleaved, triage
 from faultline.sade.ticket import ticket_leads
+from faultline.sade.unidentified import unidentified
 
 __all__ = ["deterministic", "flat"]
 
 
 def deterministic(session: Session) -> list[Match]:
     """Algorithm 1 with stop-and-submit, then a second look for a fault the first one hides; the matches to
-    submit (empty = healthy)."""
+    submit (empty = healthy, only when the users' checks show nothing)."""
     search = Search.start(session)
     sym = initial_scan(session)
     # no lead symptom from the network: what the user reported (the ticket) leads
@@ -46,18 +47,19 @@ def deterministic(session: Session) -> list[Match]:
     swept = deep_scan(search)  # nothing but a residual explanation: look everywhere before settling for it
     if any(not m.fallback for m in swept):
         return second_look(search, sym, swept)  # the deep scan stops at the first phase that matched
-    return found or swept
+    # symptoms in hand are never "healthy": no match is "fault not identified" where they point
+    return found or swept or unidentified(session, sym, search.leads)
 
 
 def flat(session: Session) -> list[Match]:
     """No gating: the initial scan, every phase's scan on every device, then one match."""
     search = Search.start(session)
-    initial_scan(session)
+    sym = initial_scan(session)
     for phase in PHASES:
         session.phase = phase
         for dev in session.devices():
             PHASE_SCANS[phase](session, dev)
-    return search.matches(complete=set(search.roles))
+    return search.matches(complete=set(search.roles)) or unidentified(session, sym)
 
 
 def settle(search: Search, found: list[Match]) -> list[Match]:

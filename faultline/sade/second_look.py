@@ -1,24 +1,28 @@
 """The second look, after stop-and-submit on reachability symptoms: a fault the answer hides.
 
 One fault can hide another's symptom. The isolated devices the answer explains only through their peers get a
-look of their own; then the service canary (which the initial scan skips when pairs fail) runs from a position
-the answer leaves untouched, and a service failure whose owner the answer does not name is a lead of its own.
-A fault found this way in another place is submitted too.
+look of their own; every failing pair the answer cannot explain (neither end named nor cut off by it, nor behind
+a router it names) is a lead of its own; then the service canary (which the initial scan skips when pairs fail)
+runs from the user positions the answer leaves untouched (`Breadth`: how many, how many pages each), and a
+service failure whose owner the answer does not name is a lead of its own. A fault found this way in another
+place is submitted too. docs/sade.md#the-second-look.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+
 from faultline.network.snapshot import client_positions
-from faultline.sade.index import classify
+from faultline.sade.index import LeadSymptom, classify
 from faultline.sade.index_file import load_index
-from faultline.sade.initial import Symptoms, resolve_dependence, service_canary
+from faultline.sade.initial import Symptoms, resolve_dependence
 from faultline.sade.matcher import Match
-from faultline.sade.scans.common import behind
+from faultline.sade.scans.common import behind, gateway_router
 from faultline.sade.search import Search
-from faultline.sade.skill_search import skill_search, triage_look
+from faultline.sade.skill_search import family_steps, skill_search, triage_look
 
 MAX_SUSPECTS = 2  # isolated devices the second look examines itself
-SECOND_LOOK_URLS = 1  # the canary of the second look: one request (a name lookup and a page), not a sweep
+MAX_PAIR_LEADS = 2  # leads drawn from the failing pairs the answer does not explain
 
 
 def second_look(search: Search, sym: Symptoms, found: list[Match]) -> list[Match]:
@@ -34,13 +38,16 @@ def second_look(search: Search, sym: Symptoms, found: list[Match]) -> list[Match
     hidden = isolated_look(search, found, isolated - named - cut_off)
     if hidden:
         return found + hidden
+    hidden = unexplained_pairs_look(search, sym, found, cut_off)
+    if hidden:
+        return found + hidden
     gone = named | isolated | cut_off
     users = client_positions(session.devices())
     # every user behind the router the answer names: ask from one that still reaches its peers; a page
     # that fails for want of the named devices is told apart below
     avoid = gone if any(u not in gone for u in users) else named | isolated
-    seen = service_canary(session, avoid, limit=SECOND_LOOK_URLS, note="second look: service canary")
-    if not seen.services or set(seen.leads) & named:
+    seen = _canaries(session, avoid, named)
+    if seen is None:
         return found
     resolve_dependence(session, seen, note="second look: which server the page needs")
     if all(seen.depends_on.get(url) and seen.depends_on[url] <= gone for url, _ in seen.services):
@@ -57,6 +64,57 @@ def second_look(search: Search, sym: Symptoms, found: list[Match]) -> list[Match
         if extra:
             break
     return found + extra
+
+
+def _canaries(session, avoid: set[str], named: set[str]) -> Symptoms | None:
+    """The second look's service canary from each user position not in `avoid`, up to the session's breadth
+    (users, pages each), until one shows a failing page whose leads the answer does not name; None when none does."""
+    from faultline.sade.initial import service_canary_from
+
+    breadth = session.breadth
+    users = [u for u in client_positions(session.devices()) if u not in avoid]
+    for user in users[:breadth.users or None]:
+        seen = service_canary_from(session, user, limit=breadth.pages, note="second look: service canary")
+        if seen.services and not set(seen.leads) & named:
+            return seen
+    return None
+
+
+def unexplained_pairs_look(search: Search, sym: Symptoms, found: list[Match], cut_off: set[str]) -> list[Match]:
+    """Failing pairs the answer cannot explain become leads of their own (at most MAX_PAIR_LEADS): a pair is
+    explained when either end is named or cut off by the answer, or sits behind a router it names. Only pairs that
+    fail both ways count (lossy or one-way pairs are the noise a loaded network shows: a flood's sender, a busy
+    link); a core router in the answer may carry any pair between subnets, so then only pairs inside one subnet
+    can be unexplained. Each lead's near look only (its own device and neighbourhood); the new matches elsewhere."""
+    session, index = search.session, load_index()
+    named = {d for m in found for d in m.devices}
+    routers = {d for d in named if search.roles.get(d) in index.roles.infrastructure}
+    gateways = {g.name for d in session.devices() if (g := gateway_router(session, d))}
+    core = routers - gateways
+    hard = {(src, dst) for src, dst, status in sym.failing if status != "loss"}
+    pairs = []
+    for src, dst, status in sym.failing:
+        if (dst, src) not in hard or (src, dst) not in hard or src > dst or {src, dst} & (named | cut_off):
+            continue
+        ends = [session.device(src), session.device(dst)]
+        gws = [g.name if (g := gateway_router(session, d)) else None for d in ends]
+        if set(gws) & routers or (core and gws[0] != gws[1]):
+            continue
+        pairs.append((src, dst, status))
+    if not pairs:
+        return []
+    counts = Counter(d for src, dst, _ in pairs for d in (src, dst))
+    leads = [LeadSymptom("scattered", d, [o for s, t, _ in pairs for o in (s, t) if d in (s, t) and o != d])
+             for d, _ in counts.most_common(MAX_PAIR_LEADS)]
+    follow = search.follow_up(leads, ignore=named)
+    labels = {m.label for m in found}
+    for lead in leads:
+        triage_look(follow, lead, "second look: unexplained pairs")
+        for _ in family_steps(follow, lead, far=False):
+            more = [m for m in follow.findings() if m.label not in labels and not set(m.devices) & named]
+            if more:
+                return more
+    return []
 
 
 def isolated_look(search: Search, found: list[Match], suspects: set[str]) -> list[Match]:

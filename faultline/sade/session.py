@@ -24,12 +24,22 @@ def _key(name: str, args: dict[str, Any]) -> str:
     return name + json.dumps(args, sort_keys=True)
 
 
+@dataclass(frozen=True)
+class Breadth:
+    """How far the second look asks after an answer: from how many user positions the answer leaves reachable
+    (0 = every one) and how many pages each (settings `sade_second_look_users`, `sade_second_look_pages`)."""
+
+    users: int = 0
+    pages: int = 1
+
+
 @dataclass
 class Session:
     """A diagnosis's working memory over one backend."""
 
     backend: Backend
     ticket: str = ""  # what the user reported (title, description), when the incident has a ticket
+    breadth: Breadth = field(default_factory=Breadth)
     steps: list[Step] = field(default_factory=list)
     flags: list[Flag] = field(default_factory=list)
     phase: str = "initial"

@@ -56,6 +56,7 @@ def run_sade(settings: Settings, incident: IncidentRef, *, conn: duckdb.DuckDBPy
     from faultline.nika.labels import skill_of
     from faultline.sade.engine import diagnose
     from faultline.sade.scoring import score_incident
+    from faultline.sade.session import Breadth
     from faultline.sade.store import save_diagnosis, save_scores
     from faultline.truth.store import load_truth
 
@@ -70,7 +71,8 @@ def run_sade(settings: Settings, incident: IncidentRef, *, conn: duckdb.DuckDBPy
         ticket = _reported(conn, incident.ticket_id) if conn is not None else ""
     with _network(settings, incident, network, network_backend, use_baseline) as backend:
         diag = diagnose(backend, incident_id=incident.incident_id, method=method, policy=policy_name,
-                        run_policy=run_policy, ticket=ticket)
+                        run_policy=run_policy, ticket=ticket,
+                        breadth=Breadth(settings.sade_second_look_users, settings.sade_second_look_pages))
     if diag.status == "error" and on_error == "fail":  # the backend failed: a failure row, not an answer
         raise FaultlineError(f"SADE could not probe {incident.incident_id}: {diag.error}",
                              fix="check the incident's snapshot file or the lab")
