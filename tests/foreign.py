@@ -14,8 +14,11 @@ records the committed cases again (tests/cases/sade/foreign/README.md).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -124,10 +127,13 @@ def record_case(case: ForeignCase, folder: Path, settings: Any, *, timeout: floa
         snap, _ = snapshot.record(ctx, calls, scenario=case.scenario, size="s", phase="incident")
         snapshot.save(snap, out / "snapshot.json.gz")
     finally:
-        for proc in background:
-            subprocess.run(["kill", "-9", f"-{proc.pid}"], check=False, capture_output=True)
-            proc.wait(timeout=10)
-        lab.down(settings)
+        try:
+            for proc in background:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        finally:
+            lab.down(settings)
     _write_truth(case, out, fault_at)
     return out
 

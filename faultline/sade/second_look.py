@@ -5,7 +5,7 @@ look of their own; every failing pair the answer cannot explain (neither end nam
 a router it names) is a lead of its own; then the service canary (which the initial scan skips when pairs fail)
 runs from the user positions the answer leaves untouched (`Breadth`: how many, how many pages each), and a
 service failure whose owner the answer does not name is a lead of its own. A fault found this way in another
-place is submitted too. docs/sade.md#the-second-look.
+place is submitted too. docs/sade.md#the-deterministic-policy (step 7).
 """
 
 from __future__ import annotations

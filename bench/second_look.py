@@ -1,0 +1,66 @@
+"""The second look's trade-off: RCA F1 against probes, as the service canary after an answer asks from more user
+positions and more pages (settings `sade_second_look_users`, `sade_second_look_pages`).
+
+For each corpus and each breadth (users: 1, 2, every one; pages: 1, 2, 4): SADE's RCA F1 and localisation F1 over
+the corpus and over its two-fault incidents alone, the median and p90 probes, and how many two-fault incidents
+were answered with both faults. Run it on a two-fault suite from new seeds
+(scripts/make_two_faults_suite.py); docs/benchmarks.md keeps the curve.
+
+    .venv/bin/python bench/second_look.py --corpus DIR [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from faultline.config import Settings  # noqa: E402
+from faultline.sade.evaluate import evaluate_corpus  # noqa: E402
+from faultline.sade.scoring import summarise  # noqa: E402
+
+BREADTHS = ((1, 1), (2, 1), (0, 1), (0, 2), (0, 4))  # (users, pages); users 0 = every position
+
+
+def point(corpus: Path, users: int, pages: int) -> dict[str, Any]:
+    """One breadth's figures on one corpus."""
+    settings = Settings(sade_second_look_users=users, sade_second_look_pages=pages, progress=False)
+    evaluated = list(evaluate_corpus(corpus, settings=settings))
+    two = [e for e in evaluated if len(e.score.labels) >= 2]
+    probes = sorted(e.diagnosis.probe_calls for e in evaluated)
+    both = sum(1 for e in two if e.score.rca.f1 == 1.0)
+    return {"users": users or "all", "pages": pages, "n": len(evaluated),
+            "rca_f1": summarise([e.score for e in evaluated])[0].rca_f1,
+            "loc_f1": summarise([e.score for e in evaluated])[0].loc_f1,
+            "two_fault_n": len(two), "two_fault_rca_f1": summarise([e.score for e in two])[0].rca_f1 if two else None,
+            "two_fault_both_named": both, "median_probes": statistics.median(probes),
+            "p90_probes": probes[min(len(probes) - 1, int(0.9 * len(probes)))]}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", action="append", type=Path, required=True, help="corpus folder (repeatable)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    report = {str(c): [point(c, u, p) for u, p in BREADTHS] for c in args.corpus}
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    for corpus, points in report.items():
+        print(f"\n== {corpus}")
+        print(f"{'users':>5} {'pages':>5} {'RCA F1':>7} {'loc F1':>7} {'2-fault RCA':>11} {'both named':>10} "
+              f"{'med probes':>10} {'p90':>5}")
+        for p in points:
+            two = f"{p['two_fault_rca_f1']:.3f}" if p["two_fault_rca_f1"] is not None else "-"
+            print(f"{p['users']:>5} {p['pages']:>5} {p['rca_f1']:>7.3f} {p['loc_f1']:>7.3f} {two:>11} "
+                  f"{p['two_fault_both_named']:>4}/{p['two_fault_n']:<5} {p['median_probes']:>10} {p['p90_probes']:>5}")
+
+
+if __name__ == "__main__":
+    main()
