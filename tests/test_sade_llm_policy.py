@@ -71,7 +71,9 @@ def test_actions_the_phase_does_not_allow_are_refused_and_cost_a_turn(fast):
              SUBMIT,  # nothing matches yet
              act("scan", device="router9", check="filters")]  # no such device
     diag, fake = run(fast, ARP_ON_ROUTER2, steps, name="refused", sade_max_turns=4)
-    assert diag.status == "no_submission" and diag.submission is None and "4 turns" in diag.error
+    # out of turns with users failing and nothing matched: a fault not identified, never healthy or no answer
+    assert diag.status == "submitted" and diag.submission.v1.is_anomaly
+    assert diag.submission.v1.root_cause_name == [] and "fault not identified" in diag.submission.summary
     assert [st.tool for st in diag.steps] == ["reachability"]  # nothing refused touched the network
     assert len(fake.requests) == 4
     told = [user_text(r).split("Result of your last action:\n")[1].split("\n")[0] for r in fake.requests[1:]]
@@ -90,11 +92,11 @@ def test_refusal_then_correction_still_submits(fast):
 
 def test_reminder_appears_once_at_half_budget_and_empty_budget_is_no_submission(fast, conn):
     idle = act("scan", device="pc1", check="interfaces")  # the same scan every turn: nothing new after the first
-    diag, fake = run(fast, ARP_ON_ROUTER2, [idle], name="idle", repeat_last=True)
+    diag, fake = run(fast, HEALTHY, [idle], name="idle", repeat_last=True)
     assert len(fake.requests) == 20  # SADE's default budget
     with_reminder = [i + 1 for i, r in enumerate(fake.requests) if REMINDER in user_text(r)]
     assert with_reminder == [10]
-    assert diag.status == "no_submission" and diag.submission is None
+    assert diag.status == "no_submission" and diag.submission is None  # no symptom, no match, no submit
     assert "did not submit within 20 turns" in diag.error
     assert conn.execute("SELECT count(*) FROM llm_calls WHERE stage = 'sade.policy'").fetchone()[0] == 20
 
@@ -122,6 +124,21 @@ def test_invalid_json_is_retried_by_the_gateway_without_costing_a_turn(fast, con
     assert len(errors) == 4 and errors[2:] == [None, None]
     assert "not valid JSON" in errors[0] and "needs check" in errors[1]
     assert "rejected" in fake.requests[1][-1]["content"]  # the model was told what was wrong
+
+
+def test_healthy_with_users_failing_is_submitted_as_a_fault_not_identified(fast, monkeypatch):
+    import faultline.sade.matcher as matcher
+
+    monkeypatch.setattr(matcher, "load_skills", lambda: ())  # no fingerprint can explain what the users see
+    sweep = []
+    for phase in ("A", "B", "C", "D"):
+        if phase != "A":
+            sweep.append(act("advance"))
+        sweep.append(act("scan", device="all", check="all"))
+    sweep.append(act("submit", answer="healthy"))
+    diag, _ = run(fast, ARP_ON_ROUTER2, sweep, name="blind")
+    assert diag.status == "submitted" and diag.submission.v1.is_anomaly, diag.error
+    assert diag.submission.v1.root_cause_name == [] and diag.submission.v1.faulty_devices
 
 
 def test_healthy_only_after_a_clean_sweep(fast):

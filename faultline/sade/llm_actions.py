@@ -21,6 +21,7 @@ from faultline.sade.records import Flag, Step
 from faultline.sade.scans import CHECKS_BY_NAME, PHASES
 from faultline.sade.session import Session
 from faultline.sade.skills import load_skills
+from faultline.sade.unidentified import unidentified
 
 ALL = "all"
 
@@ -178,6 +179,10 @@ def _submit(w: Walk, a: Action) -> Outcome:
     if left:
         return Outcome("refused: healthy needs every check of every phase run on " + ", ".join(left[:12])
                        + (f" and {len(left) - 12} more" if len(left) > 12 else "") + " first", refused=True)
+    unexplained = unidentified(w.session, w.sym)
+    if unexplained:  # symptoms in hand are never healthy: the answer is "fault not identified" where they point
+        return Outcome("submitted as fault not identified: the users' checks fail and no fingerprint explains "
+                       "them, so the network is not healthy", submitted=unexplained)
     return Outcome("submitted healthy", submitted=[])
 
 

@@ -23,6 +23,7 @@ from faultline.sade.llm_actions import (
 from faultline.sade.matcher import Match
 from faultline.sade.scans import PHASES
 from faultline.sade.session import Session
+from faultline.sade.unidentified import unidentified
 
 if TYPE_CHECKING:
     import duckdb
@@ -66,9 +67,9 @@ def llm_policy(session: Session, *, settings: Settings, conn: duckdb.DuckDBPyCon
         if outcome.submitted is not None:
             return outcome.submitted
         last = outcome.text
-    found = walk.matches()
+    found = walk.matches() or unidentified(session, sym)
     if found:
-        return found  # out of turns: what the fingerprints say is still a better answer than none
+        return found  # out of turns: what the fingerprints (or the failing checks) say beats no answer
     raise NoSubmission(f"the model did not submit within {budget} turns and no fingerprint matched")
 
 
