@@ -81,6 +81,7 @@ def _frr(session: Session, dev: Device) -> None:
         routing_config.peer_as_check(session, dev, now["bgp_as"])
     if now["ospf"] and base is None:
         routing_config.passive_links(session, dev, out.raw)
+        routing_config.area_mismatch(session, dev)
     routing_config.config_changes(session, dev)
     if now["bgp_as"] and not now["bgp_networks"] and not base:
         flag(session, SCAN_FRR, dev, "bgp_network_removed", f"router bgp {now['bgp_as']} announces no network",

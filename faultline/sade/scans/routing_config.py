@@ -23,6 +23,7 @@ RUNNING = "show running-config"
 _NEIGHBOR_AS = re.compile(r"^\s*neighbor (\S+) remote-as (\S+)", re.MULTILINE)
 _ROUTER_BGP = re.compile(r"^router bgp (\S+)", re.MULTILINE)
 _PASSIVE_IFACE = re.compile(r"^interface (\S+)\n((?: .*\n)*?) ip ospf passive\b", re.MULTILINE)
+_OSPF_NET = re.compile(r"^\s+network (\S+) area (\S+)", re.MULTILINE)
 _PASSIVE_STMT = re.compile(r"^\s+passive-interface (\S+)", re.MULTILINE)
 # topics whose changes the interpreters below handle (or the running-config check itself: the router's AS, a
 # BGP network gone)
@@ -57,32 +58,46 @@ def config_changes(session: Session, dev: Device) -> None:
     flag_changes(session, dev, rest)
 
 
-def link_peer(session: Session, dev: Device, ifname: str) -> Device | None:
-    """The other router on the link of one interface (the interface's addresses from the baseline, which is
-    free, else from what the diagnosis read or one `ip_addr`); None on a LAN of end devices or a loopback."""
-    if ifname == "lo":
+def _interface(session: Session, dev: Device, ifname: str):
+    """One interface as the baseline (free) or what the diagnosis already read shows it; None when neither does."""
+    out = session.baseline("ip_addr", dev=dev.name) or session.seen("ip_addr", dev=dev.name)
+    return next((i for i in out.record.interfaces if i.ifname == ifname), None) if out else None
+
+
+def _router_on(session: Session, dev: Device, addr: str) -> Device | None:
+    """Another router with an address in the subnet of `addr` (one of `dev`'s)."""
+    if not ipv4(addr) or ipv4(addr)[1] >= 32:  # type: ignore[index]
         return None
-    out = session.baseline("ip_addr", dev=dev.name) or session.seen("ip_addr", dev=dev.name) \
-        or session.probe("ip_addr", dev=dev.name, note="which interface faces which router")
-    iface = next((i for i in out.record.interfaces if i.ifname == ifname), None) if out else None
-    for addr in iface.addresses if iface else []:
-        if not ipv4(addr):
-            continue
-        for other in session.devices("router"):
-            if other.name != dev.name and any(same_subnet(addr, a) for a in other.addresses):
-                return other
-    return None
+    return next((o for o in session.devices("router")
+                 if o.name != dev.name and any(same_subnet(addr, a) for a in o.addresses)), None)
+
+
+def link_peer(session: Session, dev: Device, ifname: str) -> Device | None:
+    """The other router on the link of one interface; None on a LAN of end devices, a loopback, or when the
+    interface's addresses are not known without asking."""
+    iface = _interface(session, dev, ifname) if ifname != "lo" else None
+    return next((p for a in (iface.addresses if iface else []) if (p := _router_on(session, dev, a))), None)
 
 
 def passive_links(session: Session, dev: Device, text: str) -> None:
     """Without a baseline: an OSPF-passive interface that faces another router (no hello, so no adjacency, on a
-    link whose only purpose is one); a passive interface on a LAN of end devices is the usual setting."""
-    names = [m.group(1) for m in _PASSIVE_IFACE.finditer(text)] + _PASSIVE_STMT.findall(text)
-    for ifname in names:
-        peer = link_peer(session, dev, ifname)
-        if peer is not None:
+    link whose only purpose is one); a passive interface on a LAN of end devices is the usual setting. Where the
+    interfaces' addresses are not known, more passive interfaces than LANs (subnets no other router is on) says
+    one of them faces a router."""
+    names = [n for n in [m.group(1) for m in _PASSIVE_IFACE.finditer(text)] + _PASSIVE_STMT.findall(text)
+             if n != "lo"]
+    known = [n for n in names if _interface(session, dev, n) is not None]
+    for ifname in known:
+        if (peer := link_peer(session, dev, ifname)) is not None:
             flag(session, SCAN, dev, "ospf_passive_link", f"interface {ifname}: ip ospf passive, but it faces "
                  f"{peer.name}", family="ospf", ifname=ifname, peer=peer.name)
+    if known:
+        return
+    lans = [a for a in dev.addresses if ipv4(a) and ipv4(a)[1] < 32 and _router_on(session, dev, a) is None]  # type: ignore[index]
+    if len(names) > len(lans):
+        flag(session, SCAN, dev, "ospf_passive_link", f"ip ospf passive on {len(names)} interfaces "
+             f"({', '.join(names)}), but {dev.name} has {len(lans)} LAN(s): the others face routers", family="ospf",
+             ifname=names[-1] if len(lans) == 0 else None, peer=None)
 
 
 def _expects(session: Session, router: Device, of: Device) -> str | None:
@@ -97,13 +112,14 @@ def _expects(session: Session, router: Device, of: Device) -> str | None:
 def _votes(session: Session, subject: Device, actual: str, skip: Device) -> tuple[int, int]:
     """How many of `subject`'s other BGP peers (configurations already read) expect its AS (agree, disagree)."""
     cfg = session.seen("vtysh_show", dev=subject.name, command=RUNNING)
-    agree = disagree = 0
-    for ip, _ in _NEIGHBOR_AS.findall(cfg.raw) if cfg else []:
-        peer = owner_of(session, ip)
-        if peer is None or peer.name == skip.name or (expected := _expects(session, peer, subject)) is None:
-            continue
-        agree, disagree = agree + (expected == actual), disagree + (expected != actual)
-    return agree, disagree
+    others = [p for ip, _ in _NEIGHBOR_AS.findall(cfg.raw) if cfg
+              if (p := owner_of(session, ip)) is not None and p.role == "router" and p.name != skip.name]
+    expected = [e for p in others if (e := _expects(session, p, subject)) is not None]
+    if not expected and others:
+        # no other peer's configuration read yet: ask one (the vote otherwise stays a tie)
+        session.probe("vtysh_show", dev=others[0].name, command=RUNNING, note="another peer's view of the AS")
+        expected = [e for e in [_expects(session, others[0], subject)] if e is not None]
+    return sum(e == actual for e in expected), sum(e != actual for e in expected)
 
 
 def _dispute(session: Session, speaker: Device, subject: Device, expected: str, actual: str) -> None:
@@ -139,3 +155,29 @@ def peer_as_check(session: Session, dev: Device, local_as: str) -> None:
         if peer_as and expected not in (peer_as, "internal", "external"):
             _dispute(session, dev, peer, expected, peer_as)
         return
+
+
+def _ospf_networks(session: Session, router: Device) -> list[tuple[str, str]]:
+    cfg = session.seen("vtysh_show", dev=router.name, command=RUNNING)
+    return _OSPF_NET.findall(cfg.raw) if cfg and "router ospf" in cfg.raw else []
+
+
+def area_mismatch(session: Session, dev: Device) -> None:
+    """Without a baseline: both ends of each OSPF link whose configurations the diagnosis has read (no probe). Two
+    ends in different areas form no adjacency; the end whose area no other router uses is the one that moved
+    (when both areas are in use elsewhere, either could be, and nothing is said)."""
+    mine = _ospf_networks(session, dev)
+    areas = {r.name: {a for _, a in _ospf_networks(session, r)} for r in session.devices("router")}
+    for prefix, area in mine:
+        if not ipv4(prefix) or ipv4(prefix)[1] >= 32 or (peer := _router_on(session, dev, prefix)) is None:  # type: ignore[index]
+            continue
+        theirs = next((a for p, a in _ospf_networks(session, peer) if same_subnet(p, prefix.split("/")[0] + "/32")),
+                      None)
+        if theirs is None or theirs == area:
+            continue
+        for end, other, wrong, right in ((dev, peer, area, theirs), (peer, dev, theirs, area)):
+            used = [r for r, a in areas.items() if r != end.name and wrong in a]
+            if not used and any(right in a for r, a in areas.items() if r not in (dev.name, peer.name)):
+                flag(session, SCAN, end, "ospf_area_mismatch", f"network {prefix}: area {wrong} on {end.name}, area "
+                     f"{right} on {other.name} (no other router uses area {wrong})", family="ospf",
+                     areas=[wrong], peer=other.name)
