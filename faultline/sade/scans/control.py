@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 
 from faultline.network.devices import Device
+from faultline.network.probes import ProbeOutput
+from faultline.sade.scans import routing_config
+from faultline.sade.scans.changes import Change
 from faultline.sade.scans.common import flag, ipv4, same_subnet
 from faultline.sade.session import Session
 
@@ -75,7 +78,11 @@ def _frr(session: Session, dev: Device) -> None:
             flag(session, SCAN_FRR, dev, "bgp_network_removed", "network statements gone: " + ", ".join(gone),
                  family="bgp", vs_baseline=True, prefixes=gone)
     if now["bgp_as"] and base is None:
-        _peer_as_check(session, dev, now["bgp_as"])
+        routing_config.peer_as_check(session, dev, now["bgp_as"])
+    if now["ospf"] and base is None:
+        routing_config.passive_links(session, dev, out.raw)
+        routing_config.area_mismatch(session, dev)
+    routing_config.config_changes(session, dev)
     if now["bgp_as"] and not now["bgp_networks"] and not base:
         flag(session, SCAN_FRR, dev, "bgp_network_removed", f"router bgp {now['bgp_as']} announces no network",
              family="bgp", prefixes=[])
@@ -97,29 +104,6 @@ def _frr(session: Session, dev: Device) -> None:
                  f"{sorted(areas_before)})", family="ospf", vs_baseline=True, areas=sorted(areas_now - areas_before))
 
 
-_NEIGHBOR_AS = re.compile(r"^\s*neighbor (\S+) remote-as (\S+)", re.MULTILINE)
-
-
-def _peer_as_check(session: Session, dev: Device, local_as: str) -> None:
-    """Without a baseline: ask one BGP peer which AS it expects this router to have (one probe)."""
-    out = session.seen("vtysh_show", dev=dev.name, command="show running-config")
-    if out is None:
-        return
-    mine = {p[0] for a in dev.addresses if (p := ipv4(a))}
-    from faultline.sade.scans.common import owner_of
-
-    for peer_ip, _ in _NEIGHBOR_AS.findall(out.raw):
-        peer = owner_of(session, peer_ip)
-        if peer is None or peer.role != "router":
-            continue
-        cfg = session.probe("vtysh_show", dev=peer.name, command="show running-config", note="peer's view of our AS")
-        if cfg is None:
-            return
-        for ip, expected in _NEIGHBOR_AS.findall(cfg.raw):
-            if ip in mine and expected not in (local_as, "internal", "external"):
-                flag(session, SCAN_FRR, dev, "bgp_as_changed", f"router bgp {local_as}, but {peer.name} has neighbor "
-                     f"{ip} remote-as {expected}", family="bgp", peer=peer.name)
-        return
 
 
 def _lo_foreign(session: Session, dev: Device, prefix: str) -> bool:
@@ -144,6 +128,26 @@ def _kernel_blackholes(session: Session, dev: Device) -> None:
                             for a in dev.addresses)
             flag(session, SCAN_FRR, dev, "kernel_blackhole", f"{r.type} {r.dst} (proto {r.protocol or 'static'}), not "
                  "from FRR", family="bgp", prefix=r.dst, connected=connected)
+
+
+DROP_TYPES = ("blackhole", "unreachable", "prohibit")
+
+
+def blackhole_routes(session: Session, scan: str, dev: Device, out: ProbeOutput, found: list[Change]) -> None:
+    """An end device's routes that drop a prefix (blackhole, unreachable, prohibit): with a baseline, those it did
+    not have then (`found`, the route changes); without one, those covering an address of this network (an end
+    device has no reason to discard traffic to its own network)."""
+    added = {c.attrs["prefix"] for c in found if c.after is not None}
+    base = session.baseline("ip_route", dev=dev.name)
+    for r in out.record.routes:
+        if r.type not in DROP_TYPES or r.dst == "default" or (base is not None and r.dst not in added):
+            continue
+        net = ipv4(r.dst)
+        if base is None and not (net and any((p := ipv4(a)) and same_subnet(f"{net[0]}/{net[1]}", p[0] + "/32")
+                                             for d in session.devices() for a in d.addresses)):
+            continue
+        flag(session, scan, dev, "kernel_blackhole", f"{r.type} {r.dst} (proto {r.protocol or 'static'}) on "
+             f"{dev.name}", family="bgp", vs_baseline=base is not None, prefix=r.dst, connected=False)
 
 
 def _qdiscs(session: Session, dev: Device) -> None:

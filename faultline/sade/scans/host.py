@@ -8,7 +8,9 @@ is not one of the network's DNS servers), and a read-only DHCP request where the
 from __future__ import annotations
 
 from faultline.network.devices import Device
+from faultline.sade.scans.changes import changes, flag_changes
 from faultline.sade.scans.common import flag, ipv4, is_end, owner_of
+from faultline.sade.scans.control import DROP_TYPES, blackhole_routes
 from faultline.sade.session import Session
 
 SCAN = "host_path_snapshot"
@@ -31,6 +33,10 @@ def _default_route(session: Session, dev: Device) -> None:
     out = session.probe("ip_route", dev=dev.name, note="default route")
     if out is None:
         return
+    # the whole table, not only the default: a route that drops a prefix, and what changed since the baseline
+    found = changes(session, "ip_route", dev=dev.name)
+    blackhole_routes(session, SCAN, dev, out, found)
+    flag_changes(session, dev, [c for c in found if c.attrs["type"] not in DROP_TYPES])
     default = next((r for r in out.record.routes if r.dst == "default"), None)
     if default is None:
         if session.has("no_ipv4", dev.name) or session.has("iface_missing", dev.name):
