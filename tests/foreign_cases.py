@@ -30,12 +30,14 @@ CASES: dict[str, ForeignCase] = {c.name: c for c in (
         commands=(Cmd(None, f"kill -STOP $({_pids('dns_server', 'dnsmasq')})"),), symptom=_name_fails),
     ForeignCase(
         name="dns-rebound", scenario="ospf_enterprise_static", label="dns_service_down", devices=("dns_server",),
-        what="the name server restarted with its own configuration on port 5353: it runs and answers, but not on "
-             "the port users ask",
+        what="the name server's configuration edited to port=5353 and the server restarted: it runs and answers, "
+             "but not on the port users ask",
         commands=(Cmd(None, "p=$(" + _pids("dns_server", "dnsmasq") + "); tr '\\0' ' ' < /proc/$p/cmdline "
-                            "> /tmp/dns-rebound.args && kill $p && sleep 1"),
-                  # dnsmasq stays in the foreground (as the lab starts it): it runs until the recording is done
-                  Cmd("dns_server", "exec $(cat /tmp/dns-rebound.args) --port=5353", background=True)),
+                            "> /tmp/dns-rebound.args && conf=$(tr ' ' '\\n' < /tmp/dns-rebound.args | "
+                            "sed -n 's/^--conf-file=//p') && sed -i 's/^port=53$/port=5353/' \"$conf\" && "
+                            "kill $p && sleep 1"),
+                  # restarted as it ran (in the foreground), with the edited configuration, until recorded
+                  Cmd("dns_server", "exec $(cat /tmp/dns-rebound.args)", background=True)),
         symptom=_name_fails),
     ForeignCase(
         name="bgp-remote-as", scenario="simple_bgp", label="bgp_asn_misconfig", devices=("router2",),

@@ -16,12 +16,15 @@ HISTORY = REPO / "data/sample/history"
 
 
 def test_what_the_user_saw_leads_where_the_network_shows_nothing() -> None:
-    folder = REPO / "data/sample/backlog/sample-backlog-027"  # incast: no failing pair, no failing URL
+    # incast: no failing pair, no failing URL; without a baseline its slow pairs are not slow enough to be a
+    # symptom (with one they are: over 100x their healthy round trip, and SADE starts there)
+    folder = REPO / "data/sample/backlog/sample-backlog-027"
     truth = json.loads((folder / "ground_truth.json").read_text())["v1"]
     text = ticket_text(folder)
     assert "slow" in text.lower()
-    guided = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name, ticket=text)
-    blind = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
+    network = snapshot_backend(folder / "snapshot.json.gz", use_baseline=False)
+    guided = diagnose(network, incident_id=folder.name, ticket=text)
+    blind = diagnose(network, incident_id=folder.name)
     for diag in (guided, blind):
         assert diag.submission is not None
         assert diag.submission.v1.root_cause_name == [truth["root_cause_name"]]

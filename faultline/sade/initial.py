@@ -27,6 +27,7 @@ SLOW_FACTOR, SLOW_MIN_S = 3.0, 0.5
 # a request "slow" against its baseline: over 3x and 100 ms more (the recorded healthy incidents vary by at
 # most 26 ms; 0.5 s alone missed a load balancer answering in 0.24 s instead of 0.007 s)
 SLOW_EXTRA_S = 0.1
+SLOW_PAIR_S = 1.0  # without a baseline, a round trip this long between two hosts of the network is a symptom
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Symptoms:
     """What the initial scan saw: failing pairs, failing service checks, and the ordered leads."""
 
     failing: list[tuple[str, str, str]] = field(default_factory=list)  # (src, dst, status)
+    slow: list[tuple[str, str]] = field(default_factory=list)  # pairs that answer, far slower than they should
     services: list[tuple[str, str]] = field(default_factory=list)  # (url, problem)
     resolved_in_time: set[str] = field(default_factory=set)  # slow URLs whose name lookup was not the slow part
     # failing URL -> the devices its failure depends on, when the record says: its server (by address), or
@@ -47,7 +49,7 @@ class Symptoms:
 
     @property
     def any(self) -> bool:
-        return bool(self.failing or self.services or self.no_lease)
+        return bool(self.failing or self.slow or self.services or self.no_lease)
 
 
 def initial_scan(session: Session) -> Symptoms:
@@ -61,6 +63,7 @@ def initial_scan(session: Session) -> Symptoms:
                 continue  # no result at all: untested, not a symptom (SADE's `unknown` rule)
             if r.status != "ok":
                 sym.failing.append((r.src, r.dst, r.status))
+        sym.slow = _slow_pairs(session, rows)
         _pair_leads(session, rows, sym)
     if not sym.failing:
         _canary(session, sym)  # service checks matter when the network itself looks fine
@@ -93,6 +96,8 @@ def _pair_leads(session: Session, rows: list, sym: Symptoms) -> None:
                 partial[r.src] += 1
                 partial[r.dst] += 1
     if not bad:
+        if sym.slow:  # every pair answers, some far too slowly: the device in most of them is the lead
+            _slow_leads(session, sym)
         return
     isolated = [d for d in total if bad[d] >= 0.8 * total[d] and bad[d] >= 2]
     groups: dict[str, list[str]] = defaultdict(list)
@@ -120,6 +125,36 @@ def _pair_leads(session: Session, rows: list, sym: Symptoms) -> None:
         if score and score == top:
             flag(session, SCAN, session.device(name), "partial_loss", f"{name}: intermittent (partial loss, one-way "
                  "failures or latency far above the baseline)", family="link", strength="weak", ifname="eth0")
+
+
+def _slow_pairs(session: Session, rows: list) -> list[tuple[str, str]]:
+    """Pairs that answer far slower than they should: over 100x and 100 ms above their baseline round trip, or,
+    without a baseline, above the network's own typical pair (the median round trip of every answering pair:
+    what the rest of the network shows) - or over SLOW_PAIR_S whatever the others do."""
+    base = session.baseline("reachability")
+    before = {(r.src, r.dst): r for r in base.record.rows} if base else {}
+    rtts = sorted(r.rtt for r in rows if r.status == "ok" and r.rtt)
+    typical = rtts[len(rtts) // 2] if rtts else None
+    out = []
+    for r in rows:
+        if r.status != "ok" or not r.rtt:
+            continue
+        b = before.get((r.src, r.dst))
+        ref = b.rtt if b is not None and b.rtt else (typical if base is None else None)
+        if (ref and r.rtt > max(100 * ref, 100)) or r.rtt > SLOW_PAIR_S * 1000:
+            out.append((r.src, r.dst))
+    # more than half the pairs slow is the network's normal (a long-haul network), not a symptom, without a baseline
+    return out if base is not None or len(out) * 2 < len(rtts) else []
+
+
+def _slow_leads(session: Session, sym: Symptoms) -> None:
+    counts = Counter(d for pair in sym.slow for d in pair)
+    top = max(counts.values())
+    sym.leads = [d for d, n in counts.most_common() if n == top] + [d for d, n in counts.most_common() if n < top]
+    for name, n in counts.items():
+        if n == top:
+            flag(session, SCAN, session.device(name), "partial_loss", f"{name}: {n} pairs answer far slower than "
+                 "their baseline (latency, no loss)", family="link", strength="weak", ifname="eth0")
 
 
 def _unstable(session: Session, rows: list, partial: Counter[str]) -> dict[str, int]:
@@ -168,7 +203,7 @@ def _canary(session: Session, sym: Symptoms, src: Device | None = None, limit: i
         if rec.status != "ok" or slow:
             problem = rec.status if rec.status != "ok" else f"slow {rec.time_total_s:.2f}s"
             sym.services.append((url, problem))
-            owner = _url_owner(session, rec)
+            owner = _url_owner(session, rec) or _resolved_owner(session, src, rec)
             if owner and owner not in sym.leads:
                 sym.leads.append(owner)
             silent = _resolver_silent(rec)
@@ -213,6 +248,20 @@ def resolve_dependence(session: Session, sym: Symptoms, note: str) -> None:
                   if a.rtype == "A" and (d := owner_of(session, a.data))}
         if owners:
             sym.depends_on[url] = owners
+
+
+def _resolved_owner(session: Session, src: Device, rec) -> str | None:
+    """For a page that failed after its name resolved but whose server curl cannot say (a refused or reset
+    connection leaves no address), the device the user's resolver names for it (one `dig`)."""
+    from urllib.parse import urlsplit
+
+    if rec.status in ("ok", "dns_error") or _resolver_silent(rec) or _url_address(rec.url):
+        return None
+    out = session.probe("dig", src=src.name, name=urlsplit(rec.url).hostname or "",
+                        note="which server the failing page needs")
+    answers = out.record.answers if out is not None and out.record.status == "NOERROR" else []
+    owners = {d.name for a in answers if a.rtype == "A" and (d := owner_of(session, a.data))}
+    return owners.pop() if len(owners) == 1 else None
 
 
 def _resolver_silent(rec) -> bool:

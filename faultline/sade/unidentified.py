@@ -57,6 +57,8 @@ def _pointed_at(sym: Symptoms, lead: LeadSymptom) -> str:
 def _evidence(sym: Symptoms, lead: LeadSymptom | None) -> str:
     pairs = [(s, d, st) for s, d, st in sym.failing if lead is None or lead.lead in (s, d)] or sym.failing
     parts = [f"{len(pairs)} failing pair(s), e.g. {pairs[0][0]} -> {pairs[0][1]} {pairs[0][2]}"] if pairs else []
+    slow = [(s, d) for s, d in sym.slow if lead is None or lead.lead in (s, d)] or sym.slow
+    parts += [f"{len(slow)} pair(s) far slower than their baseline, e.g. {slow[0][0]} -> {slow[0][1]}"] if slow else []
     parts += [f"{url}: {problem}" for url, problem in sym.services[:2]]
     parts += [f"no DHCP lease for {name}" for name in sym.no_lease[:1]]
     return "; ".join(parts) or "a check failed"
