@@ -146,6 +146,8 @@ def _write_truth(case: ForeignCase, out: Path, fault_at: datetime) -> None:
         "v1": {"is_anomaly": True, "faulty_devices": list(case.devices), "root_cause_name": case.label},
         "v2": [{"fault_type": v2_fault_type(case.label), "resource_id": r} for r in resources],
         "faults": [{"label": case.label, "target": case.devices[0], "mechanism": case.what,
+                    "mechanism_id": "commands", "v1": {"is_anomaly": True, "faulty_devices": list(case.devices),
+                                                       "root_cause_name": case.label},
                     "commands": [{"device": c.device, "shell": c.shell} for c in case.commands]}],
     }
     (out / "ground_truth.json").write_text(json.dumps(truth, indent=2, sort_keys=True) + "\n")

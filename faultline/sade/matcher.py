@@ -26,6 +26,7 @@ class Match:
     priority: int
     fallback: bool = False
     evidence: list[str] = field(default_factory=list)
+    kinds: set[str] = field(default_factory=set)  # the flag kinds the fingerprint read (its `all` and `any`)
 
 
 def _family_key(family: str) -> str:
@@ -69,6 +70,7 @@ def match(flags: list[Flag], *, roles: dict[str, str], complete: set[str] = froz
         if f.device:
             by_device.setdefault(f.device, []).append(f)
     best: dict[str, Match] = {}
+    also: dict[str, list[Match]] = {}  # every other match per device, for a second fault on the same device
     for skill in load_skills():
         for fp in skill.fingerprints:
             for device, mine in by_device.items():
@@ -90,9 +92,12 @@ def match(flags: list[Flag], *, roles: dict[str, str], complete: set[str] = froz
                           resources=[_resource(fp, device, flags)],
                           priority=fp.priority, fallback=fp.fallback,
                           evidence=[f.evidence for f in mine if f.kind in fp.all + fp.any])
+                m.kinds = set(fp.all + fp.any)
+                also.setdefault(device, []).append(m)
                 if device not in best or m.priority > best[device].priority:
                     best[device] = m
     ranked = sorted(best.values(), key=lambda m: (-m.priority, m.device))
+    seconds = [x for m in ranked if not m.fallback for x in _second_on_device(m, also.get(m.device, []))]
     if any(not m.fallback for m in ranked):
         ranked = [m for m in ranked if not m.fallback]
     elif ranked:
@@ -110,4 +115,20 @@ def match(flags: list[Flag], *, roles: dict[str, str], complete: set[str] = froz
             continue
         kept.append(m)
         named.update(m.devices)
-    return kept
+    return kept + [x for x in seconds if any(k is not None and k.device == x.device for k in kept)]
+
+
+def _second_on_device(winner: Match, others: list[Match]) -> list[Match]:
+    """Other faults on the winner's device: matches of another label and family whose evidence shares no flag
+    kind with the winner's (nor with each other), the highest priority first. Two labels reading the same
+    flags are rival explanations (a shaper that drops: throttling or incast), not two faults."""
+    out: list[Match] = []
+    used = set(winner.kinds)
+    for m in sorted(others, key=lambda x: -x.priority):
+        if m.fallback or m.label == winner.label or m.family == winner.family or m.kinds & used:
+            continue
+        if any(m.label == o.label for o in out):
+            continue
+        out.append(m)
+        used |= m.kinds
+    return out
