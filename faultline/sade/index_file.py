@@ -70,6 +70,7 @@ class FaultIndex(_Closed):
     protocol_free_checks: frozenset[str]  # checks that read no routing protocol's state
     pressure_sweep: PressureSweep
     isolated_look: list[str]  # the second look's checks on an isolated device
+    quiet_on_pings: frozenset[str] = frozenset()  # labels whose fault cannot stop a ping: no failing pair's cause
 
     @model_validator(mode="after")
     def _parts_fit_together(self) -> FaultIndex:

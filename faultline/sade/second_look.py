@@ -82,29 +82,36 @@ def _canaries(session, avoid: set[str], named: set[str]) -> Symptoms | None:
 
 def unexplained_pairs_look(search: Search, sym: Symptoms, found: list[Match], cut_off: set[str]) -> list[Match]:
     """Failing pairs the answer cannot explain become leads of their own (at most MAX_PAIR_LEADS): a pair is
-    explained when either end is named or cut off by the answer, or sits behind a router it names. Only pairs that
-    fail both ways count (lossy or one-way pairs are the noise a loaded network shows: a flood's sender, a busy
-    link); a core router in the answer may carry any pair between subnets, so then only pairs inside one subnet
-    can be unexplained. Each lead's near look only (its own device and neighbourhood); the new matches elsewhere."""
+    explained when either end is named or cut off by the answer, or sits behind a router it names - by an answer
+    whose label can stop a ping at all (the index's `quiet_on_pings`: a DNS port filter explains no failing
+    ping). Only pairs that fail both ways count (lossy or one-way pairs are the noise a loaded network shows: a
+    flood's sender, a busy link); a core router in the answer may carry any pair between subnets, so then only
+    pairs inside one subnet can be unexplained. Each lead's near look only (its own device and neighbourhood);
+    the new matches elsewhere."""
     session, index = search.session, load_index()
     named = {d for m in found for d in m.devices}
-    routers = {d for d in named if search.roles.get(d) in index.roles.infrastructure}
+    loud = {d for m in found if m.label not in index.quiet_on_pings for d in m.devices}
+    routers = {d for d in loud if search.roles.get(d) in index.roles.infrastructure}
+    if loud != named:
+        cut_off = behind(session, routers)
     gateways = {g.name for d in session.devices() if (g := gateway_router(session, d))}
     core = routers - gateways
     hard = {(src, dst) for src, dst, status in sym.failing if status != "loss"}
     pairs = []
-    for src, dst, status in sym.failing:
-        if (dst, src) not in hard or (src, dst) not in hard or src > dst or {src, dst} & (named | cut_off):
+    for src, dst, _status in sym.failing:
+        if (dst, src) not in hard or (src, dst) not in hard or src > dst or {src, dst} & (loud | cut_off):
             continue
         ends = [session.device(src), session.device(dst)]
         gws = [g.name if (g := gateway_router(session, d)) else None for d in ends]
         if set(gws) & routers or (core and gws[0] != gws[1]):
             continue
-        pairs.append((src, dst, status))
+        pairs.append((src, dst))
     if not pairs:
         return []
-    counts = Counter(d for src, dst, _ in pairs for d in (src, dst))
-    leads = [LeadSymptom("scattered", d, [o for s, t, _ in pairs for o in (s, t) if d in (s, t) and o != d])
+    counts = Counter(d for pair in pairs for d in pair)
+    isolated = {f.device for f in session.flags if f.kind == "isolated"}
+    leads = [LeadSymptom("host_isolated" if d in isolated else "scattered", d,
+                         [o for pair in pairs if d in pair for o in pair if o != d])
              for d, _ in counts.most_common(MAX_PAIR_LEADS)]
     follow = search.follow_up(leads, ignore=named)
     labels = {m.label for m in found}
