@@ -77,6 +77,11 @@ CASES: dict[str, ForeignCase] = {c.name: c for c in (
                   Cmd("host_2_1_1_1", "ping -q -n -i 0.02 -s 1000 10.1.0.10", background=True)),
         symptom=users_see_a_problem),
     ForeignCase(
+        name="port-flap", scenario="rip_small_internet", label="link_flap", devices=("host_2",),
+        what="router_2's port towards host_2 goes down and up every 2 seconds (a failing cable or optic)",
+        commands=(Cmd(None, "while true; do ip -n {ns[router_2]} link set eth2 down; sleep 2; "
+                            "ip -n {ns[router_2]} link set eth2 up; sleep 2; done", background=True),)),
+    ForeignCase(
         name="bgpd-down", scenario="simple_bgp", label="frr_service_down", devices=("router1",),
         what="router1's bgpd killed; zebra and the other daemons run on",
         commands=(Cmd(None, f"kill -9 $({_pids('router1', 'bgpd')})"),)),

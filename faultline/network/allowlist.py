@@ -34,6 +34,7 @@ _GAP = re.compile(r"[0-9]{1,2}(\.[0-9]{1,6})?")
 _FIXED: frozenset[tuple[str, ...]] = frozenset({
     ("ip", "-j", "addr", "show"),
     ("ip", "-j", "-s", "-d", "link", "show"),
+    ("ip", "-j", "-s", "-s", "link", "show"),
     ("ip", "-j", "route", "show"),
     ("ip", "-j", "neigh", "show"),
     ("tc", "-s", "-j", "qdisc", "show"),

@@ -1,6 +1,6 @@
 """The built-in device probes: one read-only argument vector each, run on one device.
 
-Probes: ping, traceroute, ip_addr, ip_route, ip_link, ip_neigh, nft_ruleset, iptables_rules,
+Probes: ping, traceroute, ip_addr, ip_route, ip_link, link_counters, ip_neigh, nft_ruleset, iptables_rules,
 tc_qdisc, vtysh_show, sockets, processes, nstat, bridge_fdb, dig, http_get, read_file, tail_file,
 dhcp_check, cgroup_cpu, cpu_usage. Every argument is validated (`validate`) before a process starts.
 """
@@ -47,6 +47,8 @@ def _json_probe(name: str, argv: list[str], parse: Callable[[str, str], Record])
 
 ip_addr = _json_probe("ip_addr", ["ip", "-j", "addr", "show"], pp.parse_interfaces)
 ip_link = _json_probe("ip_link", ["ip", "-j", "-s", "-d", "link", "show"], pp.parse_interfaces)
+# the error counters in full, and each link's carrier changes (how often it went down and up)
+link_counters = _json_probe("link_counters", ["ip", "-j", "-s", "-s", "link", "show"], pp.parse_interfaces)
 ip_route = _json_probe("ip_route", ["ip", "-j", "route", "show"], pp.parse_routes)
 ip_neigh = _json_probe("ip_neigh", ["ip", "-j", "neigh", "show"], pp.parse_neighbors)
 tc_qdisc = _json_probe("tc_qdisc", ["tc", "-s", "-j", "qdisc", "show"], pp.parse_qdiscs)

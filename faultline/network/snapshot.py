@@ -158,8 +158,8 @@ def standard_calls(ctx: ProbeContext, protocol: str, names: Sequence[str] = (),
     devices = ctx.directory.devices()
     has_dhcp = any(d.role == "dhcp" for d in devices)
     for d in devices:
-        for probe in ("ip_addr", "ip_link", "ip_route", "ip_neigh", "nft_ruleset", "tc_qdisc", "sockets",
-                      "processes", "nstat", "bridge_fdb"):
+        for probe in ("ip_addr", "ip_link", "link_counters", "ip_route", "ip_neigh", "nft_ruleset", "tc_qdisc",
+                      "sockets", "processes", "nstat", "bridge_fdb"):
             calls.append((probe, {"dev": d.name}))
         for table in ("filter", "mangle"):
             calls.append(("iptables_rules", {"dev": d.name, "table": table}))

@@ -9,7 +9,7 @@ they match, packets diverted to a queue).
 from __future__ import annotations
 
 from faultline.network.devices import Device
-from faultline.sade.scans.common import flag, ipv4, is_end, owner_of, unreached
+from faultline.sade.scans.common import flag, ipv4, is_end, owner_of, same_subnet, unreached
 from faultline.sade.session import Session
 
 SCAN = "l2_snapshot"
@@ -60,6 +60,7 @@ def _interfaces(session: Session, dev: Device) -> None:
                  ifname=name, mac=iface.mac, other=other)
     if is_end(dev) and dev.addresses:
         _addresses(session, dev, now)
+    _carrier_changes(session, dev, now)
     if dev.role in ("router", "switch") and "lo" in now:
         expected = {ipv4(a)[0] for a in dev.addresses if ipv4(a)}  # type: ignore[index]
         for addr in now["lo"].addresses:
@@ -67,6 +68,43 @@ def _interfaces(session: Session, dev: Device) -> None:
             if p and p[0] not in expected and p[1] < 32 and not p[0].startswith("127."):
                 flag(session, SCAN, dev, "lo_foreign_prefix", f"lo: inet {addr} (not in the device's addressing)",
                      family="bgp", prefix=addr)
+
+
+FLAPS = 4  # carrier changes above the baseline's (or, without one, in all) that make a link flapping
+
+
+def _carrier_changes(session: Session, dev: Device, now: dict) -> None:
+    """A link that goes down and up: its carrier-change counter far above the baseline's. Read (one `ip -s link`)
+    only when this look saw a link down or without carrier, or the device loses part of its traffic: a flapping
+    link caught in its down phase reads as down, and in its up phase as loss now and then."""
+    odd = any(session.has(kind, dev.name) for kind in ("iface_admin_down", "iface_no_carrier", "switch_port_down",
+                                                       "partial_loss"))
+    if not odd:
+        return
+    out = session.probe("link_counters", dev=dev.name, note="link counters (carrier changes)")
+    if out is None:
+        return
+    base = session.baseline("link_counters", dev=dev.name)
+    before = {i.ifname: i.carrier_changes or 0 for i in base.record.interfaces} if base else {}
+    for iface in out.record.interfaces:
+        if iface.ifname in SKIP_IFACES or iface.ifname in dev.management or iface.carrier_changes is None:
+            continue
+        extra = iface.carrier_changes - before.get(iface.ifname, 0)
+        if extra >= FLAPS and (base is not None or iface.carrier_changes >= 2 * FLAPS):
+            end = _far_end_user(session, dev, now.get(iface.ifname))
+            flag(session, SCAN, dev, "iface_flapping", f"{iface.ifname}: carrier changed {iface.carrier_changes} "
+                 f"times (baseline {before.get(iface.ifname, 'unknown')})", family="link", ifname=iface.ifname,
+                 end=end or dev.name)
+
+
+def _far_end_user(session: Session, dev: Device, iface) -> str | None:
+    """The one end device on the subnet of a router's interface (the user whose link this is), else None."""
+    if iface is None or is_end(dev):
+        return None
+    nets = [a for a in iface.addresses if ipv4(a)]
+    ends = {d.name for d in session.devices() if is_end(d) and d.addresses
+            for a in nets if same_subnet(a, d.addresses[0])}
+    return ends.pop() if len(ends) == 1 else None
 
 
 def _addresses(session: Session, dev: Device, now: dict) -> None:
