@@ -126,14 +126,21 @@ def unexplained_pairs_look(search: Search, sym: Symptoms, found: list[Match], cu
 
 def isolated_look(search: Search, found: list[Match], suspects: set[str]) -> list[Match]:
     """Each isolated device the answer explains only through its peers (at most MAX_SUSPECTS) gets the index's
-    `isolated_look` checks: a second fault on it shows there. The new matches on the first that shows one."""
+    `isolated_look` checks, then its first hop (a router the answer does not name) the `isolated_gateway_look`
+    checks: a second fault on it or on the way out of its subnet shows there. The new matches on the first that
+    shows one."""
     labels = {m.label for m in found}
     named = {d for m in found for d in m.devices}
+    index = load_index()
     for name in sorted(suspects)[:MAX_SUSPECTS]:
-        for check in load_index().isolated_look:
-            search.run(check, name, f"second look: isolated {name}")
+        gateway = gateway_router(search.session, search.session.device(name))
+        looks = [(check, name) for check in index.isolated_look]
+        if gateway is not None and gateway.name not in named:
+            looks += [(check, gateway.name) for check in index.isolated_gateway_look]
+        for check, device in looks:
+            search.run(check, device, f"second look: isolated {name}")
             new = [m for m in search.findings() if m.label not in labels
-                   and name in m.devices and not set(m.devices) & named]
+                   and set(m.devices) & {name, device} and not set(m.devices) & named]
             if new:
                 return new
     return []
