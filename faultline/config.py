@@ -262,6 +262,10 @@ class Settings(BaseSettings):
     sade_second_look_pages: int = Field(
         1, ge=1, description="Pages each user position of the second look's service canary asks for."
     )
+    sade_second_look_own_device: bool = Field(
+        False, description="After an answer, the devices it names get the own-device look for a second fault of "
+        "their own (a few probes on every answer; docs/benchmarks.md, the second look's trade-off)."
+    )
     sade_max_turns: int = Field(
         20, ge=1, description="Turn budget of the SADE `llm` policy, at least 1 (one model decision per turn; "
         "refused actions count); a single reminder is given at half the budget."

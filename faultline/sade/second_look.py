@@ -17,7 +17,7 @@ from faultline.sade.index import LeadSymptom, classify
 from faultline.sade.index_file import load_index
 from faultline.sade.initial import Symptoms, resolve_dependence
 from faultline.sade.matcher import Match
-from faultline.sade.scans.common import behind, gateway_router
+from faultline.sade.scans.common import END_ROLES, behind, gateway_router
 from faultline.sade.search import Search
 from faultline.sade.skill_search import family_steps, skill_search, triage_look
 
@@ -28,7 +28,11 @@ MAX_PAIR_LEADS = 2  # leads drawn from the failing pairs the answer does not exp
 def second_look(search: Search, sym: Symptoms, found: list[Match]) -> list[Match]:
     """The answer `found`, plus what the second look finds elsewhere (see the module docstring); `found` alone
     when the initial scan saw no failing pair or the answer is only residual."""
-    if not sym.failing or not any(not m.fallback for m in found):
+    if not any(not m.fallback for m in found):
+        return found
+    if search.session.breadth.own_device:
+        found = found + own_device_look(search, found)
+    if not sym.failing:
         return found
     session, index = search.session, load_index()
     named = {d for m in found for d in m.devices}
@@ -122,6 +126,25 @@ def unexplained_pairs_look(search: Search, sym: Symptoms, found: list[Match], cu
             if more:
                 return more
     return []
+
+
+MAX_OWN = 2  # answered devices the own-device look examines
+
+
+def own_device_look(search: Search, found: list[Match]) -> list[Match]:
+    """A second fault on a device the answer already names (a shaper beside a filter on one host, a flood on a
+    shaped server): its end devices (at most MAX_OWN) get the index's `own_look` checks, and another label whose
+    evidence shares nothing with the first (the matcher's rule) is answered too. Off by default (setting
+    `sade_second_look_own_device`): it costs probes on every answer, for faults no user sees apart."""
+    labels = {m.label for m in found}
+    named = [d for m in found for d in m.devices if search.roles.get(d) in END_ROLES]
+    new: list[Match] = []
+    for name in list(dict.fromkeys(named))[:MAX_OWN]:
+        for check in load_index().own_look:
+            search.run(check, name, f"second look: the answer's own {name}")
+        new += [m for m in search.findings() if m.label not in labels | {x.label for x in new}
+                and name in m.devices]
+    return new
 
 
 def isolated_look(search: Search, found: list[Match], suspects: set[str]) -> list[Match]:

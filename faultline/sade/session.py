@@ -27,10 +27,12 @@ def _key(name: str, args: dict[str, Any]) -> str:
 @dataclass(frozen=True)
 class Breadth:
     """How far the second look asks after an answer: from how many user positions the answer leaves reachable
-    (0 = every one) and how many pages each (settings `sade_second_look_users`, `sade_second_look_pages`)."""
+    (0 = every one), how many pages each, and whether the answered devices get a look of their own (settings
+    `sade_second_look_users`, `sade_second_look_pages`, `sade_second_look_own_device`)."""
 
     users: int = 0
     pages: int = 1
+    own_device: bool = False  # the answered devices' own look for a second fault on them
 
 
 @dataclass
