@@ -142,7 +142,11 @@ def _dig(cmd: str, args: list[str], dev: Device, _: DeviceDirectory) -> Mapped:
         raise _refuse(cmd, "give a name to look up")
     if len(words) > 1 and name == words[0]:
         rtype = words[1]
-    return "dig", {"src": dev.name, "name": name, "server": server, "rtype": rtype, "tcp": "+tcp" in args}
+    port = _option(args, "-p")
+    if port is not None and not port.isdigit():
+        raise _refuse(cmd, "dig -p needs a port number")
+    return "dig", {"src": dev.name, "name": name, "server": server, "rtype": rtype, "tcp": "+tcp" in args,
+                   **({"port": int(port)} if port and int(port) != 53 else {})}
 
 
 def _curl(cmd: str, args: list[str], dev: Device, _: DeviceDirectory) -> Mapped:

@@ -149,6 +149,9 @@ def _variadic(argv: Sequence[str], read_roots: Sequence[str]) -> bool | None:
         if rest and rest[0].startswith("@"):
             _ip(rest[0][1:])
             rest = rest[1:]
+        if rest[:1] == ["-p"] and len(rest) > 1:
+            _int(1, 65535)(rest[1])
+            rest = rest[2:]
         if len(rest) != 4 or rest[0] != "-t" or rest[2] != "-q":
             return False
         v.dns_type(rest[1])

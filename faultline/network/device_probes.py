@@ -121,19 +121,22 @@ def processes(ctx: ProbeContext, dev: str, timeout_s: float | None = None) -> Pr
 
 @register("dig")
 def dig(ctx: ProbeContext, src: str, name: str, server: str | None = None, rtype: str = "A",
-        tcp: bool = False, timeout_s: float | None = None) -> ProbeOutput:
-    """`dig +time=2 +tries=1 [+tcp] [@SERVER] -t RTYPE -q NAME` from `src`; record `DnsResult`."""
+        tcp: bool = False, port: int = 53, timeout_s: float | None = None) -> ProbeOutput:
+    """`dig +time=2 +tries=1 [+tcp] [@SERVER] [-p PORT] -t RTYPE -q NAME` from `src`; record `DnsResult`.
+    `-p` only for a port other than 53 (the command every earlier snapshot recorded stays the same)."""
     d, qname, qtype = v.device(ctx.directory, src), v.hostname(name), v.dns_type(rtype)
     srv = None if server is None else v.ip(server)
     if not isinstance(tcp, bool):
         raise ProbeError(f"tcp must be true or false, got {tcp!r}")
+    qport = v.number("port", port, 1, 65535)
     argv = ["dig", "+time=2", "+tries=1", *(["+tcp"] if tcp else []), *([f"@{srv}"] if srv else []),
-            "-t", qtype, "-q", qname]
+            *(["-p", str(qport)] if qport != 53 else []), "-t", qtype, "-q", qname]
     res = ctx.runner.run(d.name, argv, namespace=d.namespace, timeout_s=_timeout(timeout_s))
     record = ps.parse_dig(d.name, qname, srv, qtype, res.stdout, res.stderr)
     if res.timed_out:
         record = record.model_copy(update={"status": "timeout", "error": "probe timed out"})
-    args = {"src": d.name, "name": qname, "server": srv, "rtype": qtype, "tcp": tcp}
+    args = {"src": d.name, "name": qname, "server": srv, "rtype": qtype, "tcp": tcp,
+            **({"port": qport} if qport != 53 else {})}
     return _output("dig", d.name, args, record, res)
 
 

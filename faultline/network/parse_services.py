@@ -240,3 +240,19 @@ def parse_udhcpc(src: str, ifname: str, stdout: str, stderr: str = "", exit_code
     problems = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("udhcpc: started")]
     return r.DhcpCheck(src=src, ifname=ifname, status="error", offered_ip=offered, server=server,
                        error=_first_line("\n".join(problems)) or f"udhcpc exited {exit_code} without a lease")
+
+
+_SS_OWNER = re.compile(r'\("([^"]*)",pid=(\d+)')
+
+
+def socket_address(local: str) -> tuple[str, int | None]:
+    """An `ss` local column split into address and port: "10.1.2.10:53" -> ("10.1.2.10", 53),
+    "0.0.0.0%eth0:67" -> ("0.0.0.0", 67), "[::]:80" -> ("::", 80), "*:53" -> ("*", 53)."""
+    addr, _, port = local.rpartition(":")
+    addr = addr.split("%", 1)[0].strip("[]")
+    return addr, int(port) if port.isdigit() else None
+
+
+def socket_owners(process: str | None) -> list[tuple[str, int]]:
+    """The (command name, pid) pairs of an `ss -p` process column: users:(("dnsmasq",pid=10217,fd=4))."""
+    return [(name, int(pid)) for name, pid in _SS_OWNER.findall(process or "")]

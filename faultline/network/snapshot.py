@@ -175,12 +175,22 @@ def standard_calls(ctx: ProbeContext, protocol: str, names: Sequence[str] = (),
         if "cpu_usage" in probe_names() and d.role not in ("router", "switch"):
             calls.append(("cpu_usage", {"dev": d.name, "interval_s": 1.0}))
     calls.append(("reachability", {}))
+    calls += service_self_queries(devices, names)
     for src in client_positions(devices):
         for name in names:
             calls.append(("dig", {"src": src, "name": name}))
         for url in urls:
             calls.append(("http_get", {"src": src, "url": url}))
     return calls
+
+
+def service_self_queries(devices: Sequence[Device], names: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Each name server asked from its own namespace, at each of its addresses, for the network's first name:
+    whether the service itself answers, whatever the path from the users does."""
+    if not names:
+        return []
+    return [("dig", {"src": d.name, "name": names[0], "server": addr.split("/")[0]})
+            for d in devices if d.role == "dns" for addr in d.addresses if ":" not in addr]
 
 
 def client_positions(devices: Sequence[Device]) -> list[str]:

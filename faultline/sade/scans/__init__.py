@@ -3,7 +3,7 @@ control, C = host-local, D = service and resource. Each scan looks at one device
 the session, and compares with the healthy baseline where the backend has one. `run_check` runs one check by
 the name skills use."""
 
-from faultline.sade.scans import control, host, l2, service
+from faultline.sade.scans import answers, control, daemons, host, l2, service
 from faultline.sade.scans.control import control_scan
 from faultline.sade.scans.host import host_scan
 from faultline.sade.scans.l2 import l2_scan
@@ -11,9 +11,20 @@ from faultline.sade.scans.service import service_scan
 from faultline.sade.session import Session
 
 PHASES = ("A", "B", "C", "D")  # the deep scan's phases, bottom-up
-PHASE_SCANS = {"A": l2_scan, "B": control_scan, "C": host_scan, "D": service_scan}
 # each phase's checks in order, one probe (rarely two) each: the policy matches after every check
-PHASE_CHECKS = {"A": l2.CHECKS, "B": control.CHECKS, "C": host.CHECKS, "D": service.CHECKS}
+PHASE_CHECKS = {"A": l2.CHECKS, "B": control.CHECKS + daemons.CHECKS, "C": host.CHECKS,
+                "D": service.CHECKS + answers.CHECKS}
+
+
+def _phase_scan(phase: str):
+    def scan(session: Session, dev) -> None:
+        for check in PHASE_CHECKS[phase]:
+            check(session, dev)
+    scan.__doc__ = f"Every check of phase {phase} on one device."
+    return scan
+
+
+PHASE_SCANS = {phase: _phase_scan(phase) for phase in PHASES}
 
 __all__ = ["CHECKS_BY_NAME", "PHASES", "PHASE_CHECKS", "PHASE_SCANS", "control_scan", "host_scan", "l2_scan",
            "run_check", "service_scan"]
@@ -22,11 +33,12 @@ __all__ = ["CHECKS_BY_NAME", "PHASES", "PHASE_CHECKS", "PHASE_SCANS", "control_s
 CHECKS_BY_NAME = {
     "interfaces": ("A", l2._interfaces), "filters": ("A", l2._filters), "neighbours": ("A", l2._neighbours),
     "frr_config": ("B", control._frr), "qdiscs": ("B", control._qdiscs),
-    "kernel_routes": ("B", control._kernel_blackholes),
+    "kernel_routes": ("B", control._kernel_blackholes), "routing_daemons": ("B", daemons._routing_daemons),
     "default_route": ("C", host._default_route), "resolver": ("C", host._resolver), "dhcp_lease": ("C", host._dhcp),
     "processes": ("D", service._processes), "dns_records": ("D", service._dns_records),
     "dhcp_config": ("D", service._dhcp_config), "web_config": ("D", service._web_config),
     "cpu_throttled": ("D", service._cpu_throttled), "access_log": ("D", service._access_log),
+    "service_answers": ("D", answers._service_answers),
 }
 
 

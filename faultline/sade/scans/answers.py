@@ -1,0 +1,151 @@
+"""Phase D — does a service answer, and if not, why: a name server asked from its own namespace, and each
+service's listening sockets and the state of the processes holding them.
+
+A process that exists says little: a stopped (SIGSTOP) server holds its port and answers nothing, a server
+restarted on another port runs and answers, but not where users ask. The flags:
+
+- `dns_no_answer`: the name server, asked for a name at its own address and configured port from its own
+  namespace, did not answer (timeout, refused); the network path plays no part in that query;
+- `service_stopped`: a process holding (or that held, in the baseline) the service's socket is stopped (state
+  T or t in /proc): it keeps the port and never reads it;
+- `service_bound_elsewhere`: nothing listens on the service's configured port at the device's address, while the
+  process that served it listens on another port or address.
+
+A filter is not judged here (the `filters` check reads it): a port that is filtered with its process running and
+listening raises none of these why-not flags. The configured port is what the service's configuration says
+(`port=` in a name server's dnsmasq.conf, read only without a baseline), else the standard port of the service.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from faultline.network.devices import Device
+from faultline.network.parse_services import socket_address, socket_owners
+from faultline.network.records import SocketTable
+from faultline.sade.scans.common import flag, ipv4
+from faultline.sade.session import Session
+
+SCAN = "service_snapshot"
+# the transport and standard port users reach each service role on
+SERVICE_PORTS = {"dns": ("udp", 53), "dhcp": ("udp", 67), "web": ("tcp", 80), "lb": ("tcp", 80),
+                 "backend": ("tcp", 80)}
+FAMILY = {"dns": "dns", "dhcp": "dhcp"}
+WILDCARDS = {"0.0.0.0", "*", "::"}
+STOPPED = {"T", "t"}  # stopped by a signal, or by a tracer
+NO_ANSWER = {"timeout", "refused", "error"}
+_PORT_LINE = re.compile(r"^\s*port\s*=\s*(\d+)\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Listener:
+    """One listening socket of the service's transport: address, port, and the processes holding it."""
+
+    address: str
+    port: int
+    owners: tuple[tuple[str, int], ...]
+
+
+def listeners(table: SocketTable, transport: str) -> list[Listener]:
+    """The sockets of `transport` (udp, tcp) that wait for peers: LISTEN for TCP, any unconnected UDP socket."""
+    out = []
+    for s in table.sockets:
+        if s.netid != transport or (transport == "tcp" and s.state != "LISTEN"):
+            continue
+        address, port = socket_address(s.local)
+        if port is not None:
+            out.append(Listener(address, port, tuple(socket_owners(s.process))))
+    return out
+
+
+def _serves(listener: Listener, addresses: set[str]) -> bool:
+    return listener.address in WILDCARDS or listener.address in addresses
+
+
+def _configured_port(session: Session, dev: Device, default: int, has_baseline: bool) -> tuple[int, str]:
+    """The port the service is configured on, and what said so. Without a baseline, the name server's own
+    configuration file is read (its `port=`); with one, the baseline's listeners are the reference."""
+    if dev.role != "dns" or has_baseline:
+        return default, "the service's standard port"
+    path = next((p for p in session.backend.files.get(dev.name, []) if p.endswith("dnsmasq.conf")), None)
+    if path is None:
+        return default, "the service's standard port"
+    out = session.probe("read_file", dev=dev.name, path=path, note="service configuration: its port")
+    if out is None or out.record.error:
+        return default, "the service's standard port"
+    m = _PORT_LINE.search(out.record.text)
+    return (int(m.group(1)), f"{path}: port={m.group(1)}") if m else (default, f"{path} (no port line)")
+
+
+def _service_answers(session: Session, dev: Device) -> None:
+    """Whether the device's service listens where it is configured, whether its process runs, and (name
+    servers) whether it answers a query at its own address."""
+    if dev.role not in SERVICE_PORTS:
+        return
+    transport, default = SERVICE_PORTS[dev.role]
+    family = FAMILY.get(dev.role, "service")
+    out = session.probe("sockets", dev=dev.name, note="listening sockets")
+    if out is None or out.record.error:
+        return
+    base_out = session.baseline("sockets", dev=dev.name)
+    port, why = _configured_port(session, dev, default, base_out is not None)
+    addresses = {p[0] for a in dev.addresses if (p := ipv4(a))}
+    now = listeners(out.record, transport)
+    before = listeners(base_out.record, transport) if base_out is not None else []
+    served_before = [x for x in before if x.port == port and _serves(x, addresses)]
+    # who serves: the processes that held the port in the baseline, else those holding it now
+    servers = {name for x in served_before for name, _ in x.owners} or \
+              {name for x in now if x.port == port for name, _ in x.owners}
+    serving = [x for x in now if x.port == port and _serves(x, addresses)]
+    if not serving and (served_before or base_out is None):
+        elsewhere = [x for x in now if (not servers or {n for n, _ in x.owners} & servers)
+                     and x.address not in ("127.0.0.1", "::1")]
+        if elsewhere:
+            where = ", ".join(sorted({f"{x.address}:{x.port}" for x in elsewhere}))
+            flag(session, SCAN, dev, "service_bound_elsewhere", f"{transport} port {port} ({why}) has no listener at "
+                 f"{' '.join(sorted(addresses)) or dev.name}; the service listens on {where}"
+                 f"{' (baseline: ' + port_list(served_before) + ')' if served_before else ''}",
+                 family=family, port=port, listening=sorted({x.port for x in elsewhere}), vs_baseline=bool(before))
+    _stopped(session, dev, family, now, servers, port)
+    if dev.role == "dns":
+        _ask_itself(session, dev, port, family)
+
+
+def port_list(items: list[Listener]) -> str:
+    return ", ".join(sorted({f"{x.address}:{x.port}" for x in items}))
+
+
+def _stopped(session: Session, dev: Device, family: str, now: list[Listener], servers: set[str], port: int) -> None:
+    """A process of the service stopped by a signal: it holds its sockets and reads none of them."""
+    if not session.backend.offers("cpu_usage"):
+        return
+    usage = session.probe("cpu_usage", dev=dev.name, interval_s=1.0, note="process states")
+    if usage is None or usage.record.error:
+        return
+    pids = {pid for x in now if x.port == port for _, pid in x.owners}
+    stopped = [p for p in usage.record.processes if p.state in STOPPED and (p.pid in pids or p.comm in servers)]
+    if stopped:
+        flag(session, SCAN, dev, "service_stopped", "stopped (state T), holding the service's port "
+             f"{port}: " + "; ".join(f"pid {p.pid} {p.comm} state {p.state}" for p in stopped[:4]), family=family,
+             pids=[p.pid for p in stopped])
+
+
+def _ask_itself(session: Session, dev: Device, port: int, family: str) -> None:
+    """The name server asked at its own address from its own namespace: no link, router or remote filter lies
+    between the question and the answer."""
+    names = session.backend.dns_names
+    ip = next((p[0] for a in dev.addresses if (p := ipv4(a))), None)
+    if not names or ip is None:
+        return
+    args = {"src": dev.name, "name": names[0], "server": ip, **({"port": port} if port != 53 else {})}
+    out = session.probe("dig", note="the name server asked at its own address", **args)
+    if out is None:
+        return
+    rec = out.record
+    if rec.status in NO_ANSWER:
+        flag(session, SCAN, dev, "dns_no_answer", f"dig @{ip} -p {port} {names[0]} from {dev.name} itself: "
+             f"{rec.status} ({rec.error or 'no answer'})", family=family, port=port, status=rec.status)
+
+
+CHECKS = [_service_answers]
