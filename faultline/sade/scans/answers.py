@@ -29,9 +29,10 @@ from faultline.sade.session import Session
 
 SCAN = "service_snapshot"
 # the transport and standard port users reach each service role on
-SERVICE_PORTS = {"dns": ("udp", 53), "dhcp": ("udp", 67), "web": ("tcp", 80), "lb": ("tcp", 80),
-                 "backend": ("tcp", 80)}
+SERVICE_PORTS = {"dns": ("udp", 53), "dhcp": ("udp", 67), "web": ("tcp", 80), "lb": ("tcp", 80)}
 FAMILY = {"dns": "dns", "dhcp": "dhcp"}
+OWN_FLAGS = {"dns_no_answer", "service_stopped", "service_bound_elsewhere"}
+PORT_FILTERS = {"dns": {"acl_dns"}, "dhcp": {"acl_other"}, "web": {"acl_http"}, "lb": {"acl_http"}}  # l2's kinds
 WILDCARDS = {"0.0.0.0", "*", "::"}
 STOPPED = {"T", "t"}  # stopped by a signal, or by a tracer
 NO_ANSWER = {"timeout", "refused", "error"}
@@ -79,17 +80,26 @@ def _configured_port(session: Session, dev: Device, default: int, has_baseline: 
 
 
 def _service_answers(session: Session, dev: Device) -> None:
-    """Whether the device's service listens where it is configured, whether its process runs, and (name
-    servers) whether it answers a query at its own address."""
+    """Name servers: whether it answers a query at its own address and configured port; when it does not (or
+    cannot be asked), why not: whether the service listens where it is configured and whether the processes
+    holding its port run."""
     if dev.role not in SERVICE_PORTS:
         return
     transport, default = SERVICE_PORTS[dev.role]
     family = FAMILY.get(dev.role, "service")
-    out = session.probe("sockets", dev=dev.name, note="listening sockets")
-    if out is None or out.record.error:
+    if _explained(session, dev, family):
         return
     base_out = session.baseline("sockets", dev=dev.name)
     port, why = _configured_port(session, dev, default, base_out is not None)
+    if dev.role == "dns" and _ask_itself(session, dev, port, family):
+        return  # it answers where it is configured: nothing to explain here
+    if dev.role == "dhcp" and _lease_given(session):
+        return
+    if dev.role in ("web", "lb") and _page_served(session, dev):
+        return
+    out = session.probe("sockets", dev=dev.name, note="listening sockets")
+    if out is None or out.record.error:
+        return
     addresses = {p[0] for a in dev.addresses if (p := ipv4(a))}
     now = listeners(out.record, transport)
     before = listeners(base_out.record, transport) if base_out is not None else []
@@ -108,8 +118,33 @@ def _service_answers(session: Session, dev: Device) -> None:
                  f"{' (baseline: ' + port_list(served_before) + ')' if served_before else ''}",
                  family=family, port=port, listening=sorted({x.port for x in elsewhere}), vs_baseline=bool(before))
     _stopped(session, dev, family, now, servers, port)
-    if dev.role == "dns":
-        _ask_itself(session, dev, port, family)
+
+
+def _explained(session: Session, dev: Device, family: str) -> bool:
+    """The device already shows why its service fails its users (a configuration finding of its family, a filter
+    on it): nothing for this check to add, and a filter is never read as a dead service."""
+    return any(f.device == dev.name and f.strength == "strong" and f.kind not in OWN_FLAGS
+               and (f.family == family or f.kind in PORT_FILTERS[dev.role]) for f in session.flags)
+
+
+def _seen(session: Session, tool: str) -> list:
+    """The outputs of `tool` this diagnosis already has (free)."""
+    outs = (session.seen(tool, **step.args) for step in session.steps if step.tool == tool)
+    return [out for out in outs if out is not None]
+
+
+def _lease_given(session: Session) -> bool:
+    """The DHCP service answers: a client's lease request this diagnosis made was acknowledged, and none failed."""
+    checks = _seen(session, "dhcp_check")
+    return bool(checks) and all(out.record.status == "ok" for out in checks)
+
+
+def _page_served(session: Session, dev: Device) -> bool:
+    """The web service answers: every request this diagnosis made that reached the device's address got a page
+    (or none reached it: nothing says it fails)."""
+    mine = {p[0] for a in dev.addresses if (p := ipv4(a))}
+    reached = [out for out in _seen(session, "http_get") if out.record.remote_ip in mine]
+    return all(out.record.status in ("ok", "http_error") for out in reached)
 
 
 def port_list(items: list[Listener]) -> str:
@@ -131,21 +166,23 @@ def _stopped(session: Session, dev: Device, family: str, now: list[Listener], se
              pids=[p.pid for p in stopped])
 
 
-def _ask_itself(session: Session, dev: Device, port: int, family: str) -> None:
+def _ask_itself(session: Session, dev: Device, port: int, family: str) -> bool:
     """The name server asked at its own address from its own namespace: no link, router or remote filter lies
-    between the question and the answer."""
+    between the question and the answer. Whether it answered (any response code: it is up and listening)."""
     names = session.backend.dns_names
     ip = next((p[0] for a in dev.addresses if (p := ipv4(a))), None)
     if not names or ip is None:
-        return
+        return False
     args = {"src": dev.name, "name": names[0], "server": ip, **({"port": port} if port != 53 else {})}
     out = session.probe("dig", note="the name server asked at its own address", **args)
     if out is None:
-        return
+        return False
     rec = out.record
     if rec.status in NO_ANSWER:
         flag(session, SCAN, dev, "dns_no_answer", f"dig @{ip} -p {port} {names[0]} from {dev.name} itself: "
              f"{rec.status} ({rec.error or 'no answer'})", family=family, port=port, status=rec.status)
+        return False
+    return True
 
 
 CHECKS = [_service_answers]
