@@ -4,16 +4,17 @@ service's listening sockets and the state of the processes holding them.
 A process that exists says little: a stopped (SIGSTOP) server holds its port and answers nothing, a server
 restarted on another port runs and answers, but not where users ask. The flags:
 
-- `dns_no_answer`: the name server, asked for a name at its own address and configured port from its own
+- `dns_no_answer`: the name server, asked for a name at its own address on the port users ask, from its own
   namespace, did not answer (timeout, refused); the network path plays no part in that query;
 - `service_stopped`: a process holding (or that held, in the baseline) the service's socket is stopped (state
   T or t in /proc): it keeps the port and never reads it;
-- `service_bound_elsewhere`: nothing listens on the service's configured port at the device's address, while the
+- `service_bound_elsewhere`: nothing listens on the port users ask at the device's address, while the
   process that served it listens on another port or address.
 
 A filter is not judged here (the `filters` check reads it): a port that is filtered with its process running and
-listening raises none of these why-not flags. The configured port is what the service's configuration says
-(`port=` in a name server's dnsmasq.conf, read only without a baseline), else the standard port of the service.
+listening raises none of these why-not flags. The port checked is the one users ask (53, 67, 80: a resolver or a DHCP
+client names no other); the baseline's sockets, or without a baseline what the configuration says (`port=` in a
+name server's dnsmasq.conf), show why the service is not there.
 """
 
 from __future__ import annotations
@@ -64,23 +65,21 @@ def _serves(listener: Listener, addresses: set[str]) -> bool:
     return listener.address in WILDCARDS or listener.address in addresses
 
 
-def _configured_port(session: Session, dev: Device, default: int, has_baseline: bool) -> tuple[int, str]:
-    """The port the service is configured on, and what said so. Without a baseline, the name server's own
-    configuration file is read (its `port=`); with one, the baseline's listeners are the reference."""
-    if dev.role != "dns" or has_baseline:
-        return default, "the service's standard port"
+def _configured_port(session: Session, dev: Device) -> str:
+    """What the name server's own configuration file says of its port ("" when it says nothing or cannot be
+    read): read only without a baseline, whose listeners are the reference otherwise."""
     path = next((p for p in session.backend.files.get(dev.name, []) if p.endswith("dnsmasq.conf")), None)
     if path is None:
-        return default, "the service's standard port"
+        return ""
     out = session.probe("read_file", dev=dev.name, path=path, note="service configuration: its port")
     if out is None or out.record.error:
-        return default, "the service's standard port"
+        return ""
     m = _PORT_LINE.search(out.record.text)
-    return (int(m.group(1)), f"{path}: port={m.group(1)}") if m else (default, f"{path} (no port line)")
+    return f"{path}: port={m.group(1)}" if m else ""
 
 
 def _service_answers(session: Session, dev: Device) -> None:
-    """Name servers: whether it answers a query at its own address and configured port; when it does not (or
+    """Name servers: whether it answers a query at its own address on the port users ask; when it does not (or
     cannot be asked), why not: whether the service listens where it is configured and whether the processes
     holding its port run."""
     if dev.role not in SERVICE_PORTS:
@@ -90,7 +89,7 @@ def _service_answers(session: Session, dev: Device) -> None:
     if _explained(session, dev, family):
         return
     base_out = session.baseline("sockets", dev=dev.name)
-    port, why = _configured_port(session, dev, default, base_out is not None)
+    port = default  # where users reach the service: a resolver, a DHCP client, a browser name no other port
     if dev.role == "dns" and _ask_itself(session, dev, port, family):
         return  # it answers where it is configured: nothing to explain here
     if dev.role == "dhcp" and _lease_given(session):
@@ -113,7 +112,9 @@ def _service_answers(session: Session, dev: Device) -> None:
                      and x.address not in ("127.0.0.1", "::1")]
         if elsewhere:
             where = ", ".join(sorted({f"{x.address}:{x.port}" for x in elsewhere}))
-            flag(session, SCAN, dev, "service_bound_elsewhere", f"{transport} port {port} ({why}) has no listener at "
+            said = _configured_port(session, dev) if dev.role == "dns" and base_out is None else ""
+            flag(session, SCAN, dev, "service_bound_elsewhere", f"{transport} port {port} (where users ask"
+                 f"{'; ' + said if said else ''}) has no listener at "
                  f"{' '.join(sorted(addresses)) or dev.name}; the service listens on {where}"
                  f"{' (baseline: ' + port_list(served_before) + ')' if served_before else ''}",
                  family=family, port=port, listening=sorted({x.port for x in elsewhere}), vs_baseline=bool(before))

@@ -31,8 +31,19 @@ def protocols(config: str) -> set[str]:
     return set(_ROUTER.findall(config))
 
 
-def _expected(session: Session, dev: Device) -> tuple[set[str], str]:
-    """The protocols whose daemons should answer on `dev`, and where that was read."""
+def _elsewhere(session: Session, dev: Device) -> set[str]:
+    """The protocols the running configurations of the other routers this diagnosis read show (free)."""
+    found: set[str] = set()
+    for other in session.devices("router"):
+        out = session.seen("vtysh_show", dev=other.name, command="show running-config") if other != dev else None
+        if out is not None and "Current configuration" in out.raw:
+            found |= protocols(out.raw)
+    return found
+
+
+def _expected(session: Session, dev: Device, running: set[str]) -> tuple[set[str], str]:
+    """The protocols whose daemons should answer on `dev`, and where that was read. Without a baseline the
+    configuration on disk is read only when the running one shows no protocol, or fewer than other routers run."""
     base = session.baseline("vtysh_show", dev=dev.name, command="show running-config")
     if base is not None and "Current configuration" in base.raw:
         found = protocols(base.raw)
@@ -41,6 +52,8 @@ def _expected(session: Session, dev: Device) -> tuple[set[str], str]:
             if shown is not None and not shown.record.daemon_down and not shown.record.error:
                 found.add(proto)
         return found, "the baseline"
+    if running and not _elsewhere(session, dev) - running:
+        return running, "the running configuration"
     found, where = set(), []
     for path in session.backend.files.get(dev.name, []):
         if path.rsplit("/", 1)[-1] not in CONFIG_FILES:
@@ -60,8 +73,9 @@ def _routing_daemons(session: Session, dev: Device) -> None:
                             note="FRR running configuration")
     if running is None or "Current configuration" not in running.raw:
         return  # vtysh itself does not answer: the frr_config check says so
-    expected, where = _expected(session, dev)
-    for proto in sorted(expected - protocols(running.raw)):
+    now = protocols(running.raw)
+    expected, where = _expected(session, dev, now)
+    for proto in sorted(expected - now):
         command = DAEMON_SHOWS[proto]
         out = session.probe("vtysh_show", dev=dev.name, command=command, note=f"the {proto} daemon's own state")
         if out is None:
