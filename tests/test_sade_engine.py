@@ -17,7 +17,7 @@ SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 CASES = [
     ("history/sample-history-030", "link"),  # link_down on a router interface
     ("history/sample-history-029", "link"),  # link_detach
-    ("history/sample-history-017", "host-crash"),
+    ("backlog/sample-backlog-017", "host-crash"),  # its processes gone, the switch port facing it down
     ("history/sample-history-001", "acl"),  # arp_acl_block
     ("history/sample-history-032", "acl"),  # link_fragmentation_disabled
     ("history/sample-history-028", "tc"),  # link_bandwidth_throttling

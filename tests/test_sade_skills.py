@@ -109,8 +109,16 @@ def test_a_dark_nic_with_its_processes_gone_is_a_crash_and_a_port_set_down_is_no
     assert [(m.label, m.devices) for m in found] == [("link_down", ["r1"])]
 
 
-def test_host_crash_needs_the_switch_side_evidence() -> None:
+def test_host_crash_needs_its_processes_gone() -> None:
     flags = [_f("h1", "iface_no_carrier", ifname="eth0"), _f("h1", "isolated")]
     assert match(flags, roles=ROLES) == []
-    [m] = match(flags + [_f("sw", "switch_port_down", ifname="eth3")], roles=ROLES)
-    assert (m.label, m.devices) == ("host_crash", ["h1"])
+    for more in ([], [_f("sw", "switch_port_down", ifname="eth3")]):
+        [m] = match(flags + more + [_f("h1", "processes_gone")], roles=ROLES)
+        assert (m.label, m.devices) == ("host_crash", ["h1"])
+
+
+def test_a_switch_port_down_in_front_of_a_running_host_is_a_link_down_not_a_crash() -> None:
+    flags = [_f("h1", "iface_no_carrier", ifname="eth0"), _f("h1", "isolated"),
+             _f("sw", "switch_port_down", ifname="eth3")]
+    [m] = match(flags, roles=ROLES)
+    assert (m.label, m.devices) == ("link_down", ["h1", "sw"])
