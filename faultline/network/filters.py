@@ -78,12 +78,15 @@ def _apply_match(rule: dict[str, Any], m: dict[str, Any]) -> None:
     shown = [f"!{v}" for v in values] if negated else values
     if isinstance(left, dict) and "numgen" in left:
         rule["share"] = _numgen_share(left, op, right)
+        rule["partial"] = rule["share"] is None or rule["share"] < 1.0
+        gen = left["numgen"]
+        rule["matches"].append(f"numgen {gen.get('mode', '?')} mod {gen.get('mod', '?')} {op} {right}")
         return
     if key == "meta random":
-        try:
-            rule["share"] = max(0.0, min(1.0, int(right) / 2 ** 31)) if op in ("<", "<=") else None
-        except (TypeError, ValueError):
-            rule["share"] = None
+        share = int(right) / 2 ** 31 if op in ("<", "<=") and isinstance(right, int) else None
+        rule["share"] = None if share is None else max(0.0, min(1.0, share))
+        rule["partial"] = rule["share"] is None or rule["share"] < 1.0
+        rule["matches"].append(f"meta random {op} {right}")
         return
     field = key.split(" ")[-1]
     if field in ("dport", "sport"):
@@ -266,7 +269,7 @@ def _finish(out: dict[str, Any]) -> FilterRule:
         out["share"] = None  # a share whose size the source does not say
         out["partial"] = True
     else:
-        out["partial"] = out["share"] is not None and out["share"] < 1.0
+        out["partial"] = out.get("partial", False) or (out["share"] is not None and out["share"] < 1.0)
     return FilterRule(**out)
 
 
