@@ -211,3 +211,15 @@ def test_qdisc_check_the_baselines_own_shaper_is_judged_by_its_load_only() -> No
     s = _session({TC: htb}, before={TC: htb})
     _qdiscs(s, s.device("h"))
     assert "tc_shaper" not in _flags(s) and "shaper_queueing" in _flags(s)  # its queue still holds packets
+
+
+def test_a_drop_in_a_chain_reached_by_a_jump_blocks_what_the_jump_selected() -> None:
+    from faultline.network.filters import through_jumps
+
+    text = "-A INPUT -p tcp -m tcp --dport 80 -j BLOCK\n-A BLOCK -j LOG\n-A BLOCK -j SHARE\n-A SHARE -m statistic " \
+           "--mode random --probability 0.5 -j DROP\n-A ORPHAN -j DROP\n"
+    rules = through_jumps(ps.parse_iptables("web", "filter", text).filters)
+    drops = {r.chain: r for r in rules if r.verdict == "drop"}
+    assert drops["SHARE"].hook == "input" and drops["SHARE"].dports == ["80"] and drops["SHARE"].share == 0.5
+    assert judge_rule(drops["SHARE"], []) == "random_drop"
+    assert drops["ORPHAN"].hook is None and len(rules) == 5

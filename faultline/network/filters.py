@@ -314,3 +314,36 @@ def merged_rules(nft: Iterable[FilterRule], iptables: Iterable[FilterRule]) -> l
         if key not in twins:
             out += rules
     return out
+
+
+_INHERITED = ("protocol", "dports", "sports", "saddr", "daddr", "iif", "oif", "icmp_types", "length", "rate")
+
+
+def through_jumps(rules: list[FilterRule], depth: int = 3) -> list[FilterRule]:
+    """The rules with what a jump into their chain already matched: a rule of a chain reached by `jump X` (or
+    `-j X`) applies only to the packets the jumping rule selected, so it takes the jumping rule's hook and the
+    conditions it does not set itself (one copy per jump into the chain; rules of unreached chains as they are)."""
+    out = list(rules)
+    for _ in range(depth):
+        jumps = [r for r in out if r.verdict in ("jump", "goto") and r.verdict_arg and r.hook is not None]
+        expanded: list[FilterRule] = []
+        changed = False
+        for rule in out:
+            into = [j for j in jumps if (j.family, j.table, j.verdict_arg) == (rule.family, rule.table, rule.chain)
+                    and j is not rule]
+            if rule.hook is not None or not into:
+                expanded.append(rule)
+                continue
+            changed = True
+            for j in into:
+                update: dict[str, Any] = {"hook": j.hook}
+                update.update({k: getattr(j, k) for k in _INHERITED if not getattr(rule, k) and getattr(j, k)})
+                if j.partial and not rule.partial:
+                    update.update(partial=True, share=j.share)
+                if j.rate:
+                    update["rate_over"] = j.rate_over
+                expanded.append(rule.model_copy(update=update))
+        out = expanded
+        if not changed:
+            break
+    return out

@@ -11,7 +11,7 @@ baseline.
 from __future__ import annotations
 
 from faultline.network.devices import Device
-from faultline.network.filters import merged_rules
+from faultline.network.filters import merged_rules, through_jumps
 from faultline.network.records import FilterRule
 from faultline.network.validate import IPTABLES_TABLES
 from faultline.sade.scans.common import flag, ipv4, is_end, owner_of, same_subnet, unreached
@@ -236,7 +236,7 @@ def device_rules(session: Session, dev: Device) -> list[FilterRule] | None:
         ipt = session.probe("iptables_rules", dev=dev.name, table=table, note="iptables rules, decoded")
         if ipt is not None and not ipt.record.error:
             decoded += ipt.record.filters
-    return merged_rules(out.record.filters, decoded)
+    return through_jumps(merged_rules(out.record.filters, decoded))
 
 
 def baseline_rules(session: Session, dev: Device) -> list[FilterRule] | None:
@@ -247,7 +247,7 @@ def baseline_rules(session: Session, dev: Device) -> list[FilterRule] | None:
     decoded = [f for table in sorted(IPTABLES_TABLES)
                if (ipt := session.baseline("iptables_rules", dev=dev.name, table=table)) and not ipt.record.error
                for f in ipt.record.filters]
-    return merged_rules(out.record.filters, decoded)
+    return through_jumps(merged_rules(out.record.filters, decoded))
 
 
 def _iptables_tables(session: Session, dev: Device, rules: list[FilterRule]) -> list[str]:
