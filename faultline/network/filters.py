@@ -3,13 +3,12 @@
 nftables JSON (`nft -j list ruleset`) carries native expressions and, for rules iptables-nft wrote, `xt`
 expressions that name an iptables match or target without its options; `iptables -S` / `iptables-save` text
 carries every option (legacy or nft-backed). `merged_rules` makes one list per device: the nft rules of a table
-iptables also printed take the decoded iptables form (the same kernel rules, read once), and iptables rules no
-nft table shows (the legacy backend) are added. Pure functions, never raise.
+iptables also printed take the decoded iptables form (`filters_iptables`; the same kernel rules, read once), and
+iptables rules no nft table shows (the legacy backend) are added. Pure functions, never raise.
 """
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,9 +18,9 @@ HOOKS = {"INPUT": "input", "OUTPUT": "output", "FORWARD": "forward", "PREROUTING
          "POSTROUTING": "postrouting"}
 # iptables targets as the verdict the kernel applies (anything else marks, logs or rewrites and goes on)
 TARGETS = {"ACCEPT": "accept", "DROP": "drop", "REJECT": "reject", "NFQUEUE": "queue", "QUEUE": "queue",
-            "RETURN": "return"}
+           "RETURN": "return"}
 _NFT_VERDICTS = ("accept", "drop", "reject", "queue", "return", "continue", "jump", "goto")
-_PROTO_NUMBERS = {"1": "icmp", "6": "tcp", "17": "udp", "89": "ospf", "58": "ipv6-icmp"}
+PROTO_NUMBERS = {"1": "icmp", "6": "tcp", "17": "udp", "89": "ospf", "58": "ipv6-icmp"}
 
 
 # --- nftables JSON ---------------------------------------------------------------------------------------------
@@ -95,7 +94,7 @@ def _apply_match(rule: dict[str, Any], m: dict[str, Any]) -> None:
         if proto in ("tcp", "udp", "sctp"):
             rule["protocol"] = rule["protocol"] or proto
     elif key in ("meta l4proto", "ip protocol", "ip6 nexthdr"):
-        rule["protocol"] = _PROTO_NUMBERS.get(values[0], values[0]) if values and not negated else rule["protocol"]
+        rule["protocol"] = PROTO_NUMBERS.get(values[0], values[0]) if values and not negated else rule["protocol"]
     elif field in ("saddr", "daddr"):
         rule[field] += shown
     elif key in ("meta iifname", "meta iif"):
@@ -133,7 +132,7 @@ def _apply_xt(rule: dict[str, Any], xt: dict[str, Any]) -> None:
     rule["matches"].append(f"xt {low}")
 
 
-def _empty(source: str, family: str, table: str, chain: str, hook: str | None) -> dict[str, Any]:
+def empty_rule(source: str, family: str, table: str, chain: str, hook: str | None) -> dict[str, Any]:
     return {"source": source, "family": family, "table": table, "chain": chain, "hook": hook, "verdict": None,
             "verdict_arg": None, "protocol": None, "dports": [], "sports": [], "saddr": [], "daddr": [],
             "iif": None, "oif": None, "icmp_types": [], "length": None, "ct_state": [], "share": None, "rate": None,
@@ -142,7 +141,8 @@ def _empty(source: str, family: str, table: str, chain: str, hook: str | None) -
 
 def nft_filter_rule(rule: dict[str, Any], hook: str | None) -> FilterRule:
     """One rule of `nft -j list ruleset` (its `expr` list) as a `FilterRule`."""
-    out = _empty("nft", str(rule.get("family", "?")), str(rule.get("table", "?")), str(rule.get("chain", "?")), hook)
+    family, table, chain = (str(rule.get(k, "?")) for k in ("family", "table", "chain"))
+    out = empty_rule("nft", family, table, chain, hook)
     for expr in rule.get("expr", []) if isinstance(rule.get("expr"), list) else []:
         if not isinstance(expr, dict):
             continue
@@ -166,102 +166,10 @@ def nft_filter_rule(rule: dict[str, Any], hook: str | None) -> FilterRule:
                     if isinstance(arg, dict):
                         out["verdict_arg"] = str(arg.get("target") or arg.get("type") or arg.get("num") or "") or None
                     break
-    return _finish(out)
+    return finish_rule(out)
 
 
-# --- iptables text ---------------------------------------------------------------------------------------------
-
-def _ports(text: str) -> list[str]:
-    return [p.replace(":", "-") for p in text.split(",") if p]
-
-
-def iptables_filter_rule(line: str, table: str) -> FilterRule | None:
-    """One `-A CHAIN ...` line of `iptables -S` or `iptables-save` as a `FilterRule` (None for other lines)."""
-    try:
-        tokens = shlex.split(line)
-    except ValueError:
-        tokens = line.split()
-    if len(tokens) < 2 or tokens[0] != "-A":
-        return None
-    chain = tokens[1]
-    out = _empty("iptables", "ip", table, chain, HOOKS.get(chain))
-    out["text"] = line.strip()
-    negate = False
-    i = 2
-    mode = None
-    while i < len(tokens):
-        tok = tokens[i]
-        arg = tokens[i + 1] if i + 1 < len(tokens) else ""
-        if tok == "!":
-            negate, i = True, i + 1
-            continue
-        bang = "!" if negate else ""
-        step = 2
-        if tok in ("-p", "--protocol"):
-            out["protocol"] = None if negate else _PROTO_NUMBERS.get(arg, arg)
-        elif tok in ("-s", "--source", "-d", "--destination"):
-            out["saddr" if tok in ("-s", "--source") else "daddr"] += [bang + a for a in arg.split(",")]
-        elif tok in ("-i", "--in-interface"):
-            out["iif"] = bang + arg
-        elif tok in ("-o", "--out-interface"):
-            out["oif"] = bang + arg
-        elif tok in ("--dport", "--destination-port", "--dports", "--destination-ports"):
-            out["dports"] += [bang + p for p in _ports(arg)]
-        elif tok in ("--sport", "--source-port", "--sports", "--source-ports"):
-            out["sports"] += [bang + p for p in _ports(arg)]
-        elif tok == "--ports":
-            out["dports"] += [bang + p for p in _ports(arg)]
-            out["sports"] += [bang + p for p in _ports(arg)]
-        elif tok in ("--icmp-type", "--icmpv6-type"):
-            out["icmp_types"].append(bang + arg)
-        elif tok == "--length":
-            out["length"] = bang + arg.replace(":", "-")
-        elif tok in ("--ctstate", "--state"):
-            out["ct_state"] += [bang + s.lower() for s in arg.split(",")]
-        elif tok == "--mode":
-            mode = arg
-            if mode in ("random", "nth") and out["share"] is None:
-                out["share"] = -1.0
-        elif tok == "--probability" and mode == "random":
-            out["share"] = _float(arg, -1.0)
-        elif tok == "--every" and mode == "nth":
-            every = _float(arg, 0.0)
-            out["share"] = 1.0 / every if every >= 1 else -1.0
-        elif tok == "--limit":
-            out["rate"] = arg
-        elif tok in ("--hashlimit-above", "--hashlimit-upto", "--hashlimit"):
-            out["rate"], out["rate_over"] = arg, tok == "--hashlimit-above"
-        elif tok in ("-j", "--jump", "-g", "--goto"):
-            target = TARGETS.get(arg.upper())
-            if target:
-                out["verdict"] = target
-            elif arg.upper() in ("LOG", "MARK", "CONNMARK", "TOS", "DSCP", "TCPMSS", "CT", "NOTRACK", "TRACE"):
-                out["unknown"].append(f"target {arg}")
-            else:
-                out["verdict"], out["verdict_arg"] = ("goto" if tok in ("-g", "--goto") else "jump"), arg
-        elif tok in ("--reject-with", "--queue-num", "--queue-balance"):
-            out["verdict_arg"] = arg
-        elif tok in ("-m", "--match"):
-            if arg not in ("tcp", "udp", "icmp", "multiport", "statistic", "limit", "hashlimit", "length",
-                           "conntrack", "state", "icmp6"):
-                out["unknown"].append(arg)
-        elif tok.startswith("-") and (not arg or arg.startswith("-")):
-            step = 1  # a flag without a value (--queue-bypass, --rsource, ...)
-        negate = False
-        i += step
-    cut = next((k for k, t in enumerate(tokens) if t in ("-j", "--jump", "-g", "--goto")), len(tokens))
-    out["matches"] = [" ".join(tokens[2:cut])] if cut > 2 else []
-    return _finish(out)
-
-
-def _float(text: str, default: float) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        return default
-
-
-def _finish(out: dict[str, Any]) -> FilterRule:
+def finish_rule(out: dict[str, Any]) -> FilterRule:
     if "text" not in out:
         verdict = f"{out['verdict']} {out['verdict_arg']}" if out["verdict_arg"] else (out["verdict"] or "")
         out["text"] = f"{' '.join(out['matches'])} {verdict}".strip()

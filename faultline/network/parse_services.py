@@ -9,6 +9,7 @@ from typing import Any
 from faultline.network import filters as fm
 from faultline.network import records as r
 from faultline.network.allowlist import HTTP_MARKER
+from faultline.network.filters_iptables import iptables_filter_rule
 from faultline.network.parsers import _first_line, _load_json
 
 _VERDICTS = ("accept", "drop", "reject", "queue", "return", "continue", "jump", "goto")
@@ -86,7 +87,7 @@ def parse_iptables(device: str, table: str, stdout: str, stderr: str = "",
         elif parts and parts[0] == "-A":
             rules.append(line.strip())
     error = None if exit_code == 0 else (_first_line(stderr) or "iptables failed")
-    filters = [f for line in rules if (f := fm.iptables_filter_rule(line, table)) is not None]
+    filters = [f for line in rules if (f := iptables_filter_rule(line, table)) is not None]
     return r.IptablesRules(device=device, table=table, policies=policies, rules=rules, filters=filters, error=error)
 
 
