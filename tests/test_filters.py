@@ -204,13 +204,25 @@ def test_qdisc_check_a_shaper_that_queues_is_throttling_not_incast() -> None:
         assert (m.label, m.devices) == ("link_bandwidth_throttling", ["h"])
 
 
-def test_qdisc_check_the_baselines_own_shaper_is_judged_by_its_load_only() -> None:
+def test_qdisc_check_the_baselines_own_shaper_is_judged_by_its_load_since_then() -> None:
+    import json
+
     from faultline.sade.scans.control import _qdiscs
 
     htb = _text("htb_queue_qdisc.json")
-    s = _session({TC: htb}, before={TC: htb})
+    same = _session({TC: htb}, before={TC: htb})
+    _qdiscs(same, same.device("h"))
+    assert same.flags == []  # the shaper and its queue were there when the network was healthy
+    idle = json.loads(htb)
+    for q in idle:
+        q.update(bytes=0, packets=0, overlimits=0, backlog=0, qlen=0)
+    loaded = json.loads(htb)
+    for q in loaded:
+        if q["kind"] == "htb":
+            q["overlimits"] = 600
+    s = _session({TC: json.dumps(loaded)}, before={TC: json.dumps(idle)})
     _qdiscs(s, s.device("h"))
-    assert "tc_shaper" not in _flags(s) and "shaper_queueing" in _flags(s)  # its queue still holds packets
+    assert set(_flags(s)) == {"shaper_queueing"} and _flags(s)["shaper_queueing"]["overlimits"] == 600
 
 
 def test_a_drop_in_a_chain_reached_by_a_jump_blocks_what_the_jump_selected() -> None:

@@ -198,7 +198,9 @@ def _shaper_load(session: Session, dev: Device, q: QdiscStats, was: QdiscStats |
         flag(session, SCAN_TC, dev, "shaper_dropping", f"{q.dev}: qdisc {q.kind} dropped {drops} packets, sent "
              f"{sent} (overlimits {waited}, backlog {q.backlog} bytes){' since the baseline' if since else ''}",
              family="tc", ifname=q.dev, drops=drops, vs_baseline=since is not None)
-    elif q.kind != "netem" and (q.backlog > 0 or q.qlen > 0 or waited >= MIN_DROPS):
+    elif q.kind != "netem" and (q.backlog > since.backlog and waited >= MIN_DROPS if since else
+                                q.backlog > 0 or q.qlen > 0 or waited >= MIN_DROPS):
+        # a shaper the baseline ran already queued now and then: only a deeper queue and new waits count
         flag(session, SCAN_TC, dev, "shaper_queueing", f"{q.dev}: qdisc {q.kind} holds {q.qlen} packets "
              f"({q.backlog} bytes) waiting, {waited} overlimits, {drops} drops{' since the baseline' if since else ''}",
              family="tc", ifname=q.dev, backlog=q.backlog, overlimits=waited, vs_baseline=since is not None)
