@@ -72,12 +72,12 @@ def test_same_flags_mean_different_labels_by_role() -> None:
 
 
 def test_none_rules_and_interface_resources() -> None:
-    [m] = match([_f("h1", "tc_tbf", ifname="eth0", root=True)], roles=ROLES)
+    [m] = match([_f("h1", "tc_shaper", ifname="eth0", root=True)], roles=ROLES)
     assert (m.label, m.resources) == ("link_bandwidth_throttling", ["interface/h1/eth0"])
-    [m] = match([_f("h1", "tc_tbf", ifname="eth0"), _f("h1", "ifb_present", ifname="ifb0")], roles=ROLES)
+    [m] = match([_f("h1", "tc_shaper", ifname="eth0"), _f("h1", "ifb_present", ifname="ifb0")], roles=ROLES)
     assert m.label == "incast_traffic_network_limitation"
     # a shaper that drops what arrives faster than its rate is overrun, not just a slow link
-    [m] = match([_f("h1", "tc_tbf", ifname="eth0"), _f("h1", "shaper_dropping", ifname="eth0")], roles=ROLES)
+    [m] = match([_f("h1", "tc_shaper", ifname="eth0"), _f("h1", "shaper_dropping", ifname="eth0")], roles=ROLES)
     assert m.label == "incast_traffic_network_limitation"
 
 

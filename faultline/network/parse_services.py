@@ -6,8 +6,10 @@ import json
 import re
 from typing import Any
 
+from faultline.network import filters as fm
 from faultline.network import records as r
 from faultline.network.allowlist import HTTP_MARKER
+from faultline.network.filters_iptables import iptables_filter_rule
 from faultline.network.parsers import _first_line, _load_json
 
 _VERDICTS = ("accept", "drop", "reject", "queue", "return", "continue", "jump", "goto")
@@ -41,7 +43,7 @@ def parse_nft(device: str, stdout: str) -> r.NftRuleset:
                                      policy=c.get("policy")))
         elif "rule" in item:
             rules.append(_nft_rule(item["rule"]))
-    return r.NftRuleset(device=device, tables=tables, chains=chains, rules=rules)
+    return r.NftRuleset(device=device, tables=tables, chains=chains, rules=rules, filters=fm.nft_filter_rules(data))
 
 
 def _nft_rule(rule: dict[str, Any]) -> r.NftRule:
@@ -54,6 +56,13 @@ def _nft_rule(rule: dict[str, Any]) -> r.NftRule:
             matches.append(f"{_operand(m.get('left'))} {m.get('op', '==')} {_operand(m.get('right'))}")
         elif "counter" in expr and isinstance(expr["counter"], dict):
             packets, nbytes = expr["counter"].get("packets"), expr["counter"].get("bytes")
+        elif isinstance(expr.get("xt"), dict):
+            # an iptables match or target iptables-nft wrote (nft shows its name, not its options)
+            name = str(expr["xt"].get("name", "?"))
+            if expr["xt"].get("type") == "target":
+                verdict = fm.TARGETS.get(name.upper(), verdict)
+            else:
+                matches.append(f"xt {name}")
         else:
             for key in _VERDICTS:
                 if key in expr:
@@ -65,17 +74,21 @@ def _nft_rule(rule: dict[str, Any]) -> r.NftRule:
 
 def parse_iptables(device: str, table: str, stdout: str, stderr: str = "",
                    exit_code: int | None = 0) -> r.IptablesRules:
-    """`iptables -t TABLE -S`: policies of built-in chains and the `-A` rules verbatim."""
+    """`iptables -t TABLE -S` (or `iptables-save`): policies of built-in chains, the `-A` rules verbatim and as
+    the kernel runs them."""
     policies: dict[str, str] = {}
     rules: list[str] = []
     for line in stdout.splitlines():
         parts = line.split()
         if len(parts) == 3 and parts[0] == "-P":
             policies[parts[1]] = parts[2]
+        elif len(parts) >= 2 and parts[0].startswith(":") and parts[1] != "-":  # iptables-save ":INPUT ACCEPT [0:0]"
+            policies[parts[0][1:]] = parts[1]
         elif parts and parts[0] == "-A":
             rules.append(line.strip())
     error = None if exit_code == 0 else (_first_line(stderr) or "iptables failed")
-    return r.IptablesRules(device=device, table=table, policies=policies, rules=rules, error=error)
+    filters = [f for line in rules if (f := iptables_filter_rule(line, table)) is not None]
+    return r.IptablesRules(device=device, table=table, policies=policies, rules=rules, filters=filters, error=error)
 
 
 def _bgp_peers(data: Any) -> list[r.BgpPeer]:

@@ -134,6 +134,40 @@ class NftRule(Record):
     bytes: int | None = None
 
 
+class FilterRule(Record):
+    """One packet-filter rule as the kernel runs it (see `faultline.network.filters`): what it does to the
+    packets it matches, what it matches, and whether it applies to all of them or to a share."""
+
+    # nft: in the nft ruleset (decoded by `iptables -S` when iptables-nft wrote it); iptables: only iptables lists it
+    # (the legacy backend)
+    source: Literal["nft", "iptables"]
+    family: str  # ip, ip6, inet, arp, bridge, netdev
+    table: str
+    chain: str
+    hook: str | None = None  # input, output, forward, prerouting, postrouting; None: a chain reached by jumps
+    verdict: str | None = None  # accept, drop, reject, queue, jump, goto, return; None: counts, logs or marks only
+    verdict_arg: str | None = None  # reject type, jump target, queue number
+    protocol: str | None = None  # tcp, udp, icmp, ospf, ...
+    dports: list[str] = []  # "80", "1000-2000", "!22"
+    sports: list[str] = []
+    saddr: list[str] = []
+    daddr: list[str] = []
+    iif: str | None = None
+    oif: str | None = None
+    icmp_types: list[str] = []
+    length: str | None = None  # "> 1400", "1400-65535"
+    ct_state: list[str] = []
+    share: float | None = None  # the share of matching packets it selects (random, nth), when known
+    partial: bool = False  # applies to a share of the matching packets only (share known or not)
+    rate: str | None = None  # a rate match: "10/sec", "100 kbytes/second"; "?" when the source hides it
+    rate_over: bool = False  # matches the packets beyond the rate (a policer) rather than those within it
+    unknown: list[str] = []  # matches/targets whose options this source does not show (iptables-nft `xt`)
+    matches: list[str] = []  # readable match conditions
+    text: str = ""  # the rule in one line
+    packets: int | None = None
+    bytes: int | None = None
+
+
 class NftChain(Record):
     family: str
     table: str
@@ -149,6 +183,7 @@ class NftRuleset(Record):
     tables: list[str]  # "family name"
     chains: list[NftChain]
     rules: list[NftRule]
+    filters: list[FilterRule] = []  # the same rules as the kernel runs them
     error: str | None = None
 
 
@@ -157,6 +192,7 @@ class IptablesRules(Record):
     table: str
     policies: dict[str, str]  # built-in chain -> ACCEPT/DROP
     rules: list[str]  # the `-A ...` lines verbatim
+    filters: list[FilterRule] = []  # the same rules as the kernel runs them
     error: str | None = None
 
 

@@ -3,7 +3,8 @@
 The equivalents of SADE's ospf_snapshot / bgp_snapshot (from `show running-config`: daemons
 reachable, BGP AS and `network` statements, OSPF networks and areas, Null0 statics; each compared
 with the baseline's running configuration when there is one), a kernel-route check for blackholes
-the routing daemons did not put there, and tc_snapshot (non-default root qdiscs).
+the routing daemons did not put there, and tc_snapshot (non-default qdiscs against the baseline, and every
+shaper's load: a queue that holds packets, drops).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 
 from faultline.network.devices import Device
 from faultline.network.probes import ProbeOutput
+from faultline.network.records import QdiscStats
 from faultline.sade.scans import routing_config
 from faultline.sade.scans.changes import Change
 from faultline.sade.scans.common import flag, ipv4, same_subnet
@@ -151,21 +153,57 @@ def blackhole_routes(session: Session, scan: str, dev: Device, out: ProbeOutput,
 
 
 def _qdiscs(session: Session, dev: Device) -> None:
+    """Every shaper judged by what it does against the baseline: new (or re-rated) shapers, queues that hold
+    packets, drops beyond what the baseline had; any other non-default qdisc by its kind."""
     out = session.probe("tc_qdisc", dev=dev.name, note="queueing disciplines")
-    if out is None:
+    if out is None or out.record.error:
         return
+    base = session.baseline("tc_qdisc", dev=dev.name)
+    before = {(q.dev, q.handle, q.kind): q for q in base.record.qdiscs} if base and not base.record.error else {}
     for q in out.record.qdiscs:
-        if q.kind in SHAPERS and (q.drops or 0) >= MIN_DROPS and (q.drops or 0) >= DROP_SHARE * (q.packets or 0):
-            # more arrives than the shaper lets through: it queues to its limit and drops the rest
-            flag(session, SCAN_TC, dev, "shaper_dropping", f"{q.dev}: qdisc {q.kind} dropped {q.drops} packets, sent "
-                 f"{q.packets} (overlimits {q.overlimits}, backlog {q.backlog} bytes)", family="tc", ifname=q.dev,
-                 drops=q.drops)
-        if q.kind in DEFAULT_QDISCS or q.dev == "lo" or q.dev.startswith("ifb"):
+        if q.dev == "lo":
             continue
-        kind = "tc_tbf" if q.kind == "tbf" else "tc_netem" if q.kind == "netem" else "tc_other"
-        rate = q.options.get("rate") if isinstance(q.options, dict) else None
+        was = before.get((q.dev, q.handle, q.kind))
+        if q.kind in SHAPERS:
+            _shaper_load(session, dev, q, was)
+        if q.kind in DEFAULT_QDISCS or q.dev.startswith("ifb"):
+            continue
+        rate, rate_was = _rate(q), _rate(was) if was else None
+        if was is not None and rate == rate_was:
+            continue  # the baseline ran the same qdisc: part of the healthy network
+        kind = "tc_netem" if q.kind == "netem" else "tc_shaper" if q.kind in SHAPERS else "tc_other"
+        change = f" (baseline rate {rate_was})" if was is not None else ""
         flag(session, SCAN_TC, dev, kind, f"{q.dev}: qdisc {q.kind} {'root' if q.root else 'parent ' + str(q.parent)}"
-             f"{' rate ' + str(rate) if rate else ''} (drops {q.drops})", family="tc", ifname=q.dev, root=q.root)
+             f"{' rate ' + rate if rate else ''}{change} (drops {q.drops}, backlog {q.backlog} bytes)", family="tc",
+             ifname=q.dev, root=q.root, qdisc=q.kind, vs_baseline=bool(before), **({"rate": rate} if rate else {}))
+
+
+def _rate(q: QdiscStats) -> str | None:
+    """A shaper's configured rate from its options (tc's JSON gives bytes per second), readable."""
+    value = q.options.get("rate") if isinstance(q.options, dict) else None
+    if isinstance(value, (int, float)) and value > 0:
+        bits = value * 8
+        return f"{bits / 1e6:g}Mbit" if bits >= 1e6 else f"{bits / 1e3:g}kbit"
+    return str(value) if value else None
+
+
+def _shaper_load(session: Session, dev: Device, q: QdiscStats, was: QdiscStats | None) -> None:
+    """What a shaper does with its traffic since the baseline: drops (more arrives than it lets through and its
+    queue overflows) or a queue that holds packets (they wait their turn: the link is slower than its load)."""
+    since = was if was is not None and was.packets <= q.packets else None
+    drops = q.drops - (since.drops if since else 0)
+    sent = q.packets - (since.packets if since else 0)
+    waited = q.overlimits - (since.overlimits if since else 0)
+    if drops >= MIN_DROPS and drops >= DROP_SHARE * sent:
+        flag(session, SCAN_TC, dev, "shaper_dropping", f"{q.dev}: qdisc {q.kind} dropped {drops} packets, sent "
+             f"{sent} (overlimits {waited}, backlog {q.backlog} bytes){' since the baseline' if since else ''}",
+             family="tc", ifname=q.dev, drops=drops, vs_baseline=since is not None)
+    elif q.kind != "netem" and (q.backlog > since.backlog and waited >= MIN_DROPS if since else
+                                q.backlog > 0 or q.qlen > 0 or waited >= MIN_DROPS):
+        # a shaper the baseline ran already queued now and then: only a deeper queue and new waits count
+        flag(session, SCAN_TC, dev, "shaper_queueing", f"{q.dev}: qdisc {q.kind} holds {q.qlen} packets "
+             f"({q.backlog} bytes) waiting, {waited} overlimits, {drops} drops{' since the baseline' if since else ''}",
+             family="tc", ifname=q.dev, backlog=q.backlog, overlimits=waited, vs_baseline=since is not None)
 
 
 CHECKS = [_frr, _qdiscs, _kernel_blackholes]

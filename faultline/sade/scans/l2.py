@@ -2,13 +2,18 @@
 
 The equivalents of SADE's infra_sweep and l2_snapshot for one device: `ip addr` (interfaces present,
 admin/carrier state, IPv4 addresses against the directory, MACs against the baseline and the other
-devices), `ip neigh` (static/foreign ARP entries), `nft list ruleset` (drop rules classified by what
-they match, packets diverted to a queue).
+devices), `ip neigh` (static/foreign ARP entries), the packet filter as the kernel runs it (nft, with the
+rules iptables-nft wrote decoded by `iptables -S` when nft hides their options, and legacy iptables): each rule
+that blocks judged by what it matches and whether it takes all the packets or a share, new ones against the
+baseline.
 """
 
 from __future__ import annotations
 
 from faultline.network.devices import Device
+from faultline.network.filters import merged_rules, through_jumps
+from faultline.network.records import FilterRule
+from faultline.network.validate import IPTABLES_TABLES
 from faultline.sade.scans.common import flag, ipv4, is_end, owner_of, same_subnet, unreached
 from faultline.sade.session import Session
 
@@ -159,43 +164,128 @@ def _neighbours(session: Session, dev: Device) -> None:
         flag(session, SCAN, dev, "arp_unresolved", "every IPv4 neighbour INCOMPLETE/FAILED", strength="weak")
 
 
-def classify_rule(family: str, matches: list[str]) -> str:
-    """What a drop rule blocks, by its matches (SADE's acl fingerprints)."""
-    text = " ".join(matches)
-    if family == "arp":
+_SERVICES = (("acl_bgp", {179}, ("tcp", None)), ("acl_dns", {53}, ("udp", "tcp", None)),
+             ("acl_http", {80, 443}, ("tcp", None)))
+
+
+def _ports(values: list[str]) -> list[tuple[int, int]]:
+    """Port ranges a match selects (negated ones select everything else: left out)."""
+    out = []
+    for v in values:
+        lo, _, hi = v.partition("-")
+        if lo.isdigit() and (not hi or hi.isdigit()):
+            out.append((int(lo), int(hi or lo)))
+    return out
+
+
+def classify_rule(rule: FilterRule) -> str:
+    """What a rule that drops or rejects everything it matches blocks (SADE's acl fingerprints)."""
+    if rule.family == "arp":
         return "acl_arp"
-    if "numgen" in text:
-        return "random_drop"
-    if "length" in text:
+    if rule.length or "length" in rule.unknown:
         return "acl_length"
-    if "179" in text and ("dport" in text or "sport" in text):
-        return "acl_bgp"
-    if "ospf" in text or "protocol == 89" in text:
+    if rule.protocol == "ospf":
         return "acl_ospf"
-    if "dport == 53" in text or "sport == 53" in text:
-        return "acl_dns"
-    if "dport == 80" in text or "dport == 443" in text:
-        return "acl_http"
-    if "icmp" in text:
+    ranges = _ports(rule.dports + rule.sports)
+    for kind, ports, protocols in _SERVICES:
+        if rule.protocol in protocols and any(lo <= p <= hi for p in ports for lo, hi in ranges):
+            return kind
+    if rule.protocol in ("icmp", "ipv6-icmp", "icmpv6") or rule.icmp_types:
         return "acl_icmp"
     return "acl_other"
 
 
-def _filters(session: Session, dev: Device) -> None:
+def judge_rule(rule: FilterRule, earlier: list[FilterRule]) -> str | None:
+    """The flag a rule raises by what it does to the packets it matches: a share of them dropped (random_drop),
+    dropped beyond a rate (rate_limited), handed to a user-space queue (traffic_diverted), or all of a kind blocked
+    (acl_*); None for rules that let packets through or only keep the connection table clean."""
+    if rule.verdict == "queue":
+        return "traffic_diverted"
+    if rule.verdict not in ("drop", "reject"):
+        return None
+    if rule.partial:
+        return "random_drop"
+    if rule.rate or any(_rate_pass(e, rule) for e in earlier):
+        return "rate_limited"
+    if rule.ct_state and set(rule.ct_state) <= {"invalid"}:
+        return None  # dropping what conntrack cannot place is housekeeping, not a fault
+    return classify_rule(rule)
+
+
+def _rate_pass(before: FilterRule, rule: FilterRule) -> bool:
+    """`before` lets the same traffic through up to a rate and `rule` drops the rest: a rate limit in two rules."""
+    same = ("protocol", "dports", "sports", "saddr", "daddr", "iif", "oif")
+    return (before.verdict == "accept" and bool(before.rate) and not before.rate_over and before.chain == rule.chain
+            and before.table == rule.table and all(getattr(before, k) == getattr(rule, k) for k in same))
+
+
+def _signature(rule: FilterRule) -> tuple:
+    """A rule's identity across two listings (counters and the listing it came from aside)."""
+    return (rule.family, rule.table, rule.chain, rule.verdict, rule.protocol, tuple(rule.dports), tuple(rule.sports),
+            tuple(rule.saddr), tuple(rule.daddr), rule.iif, rule.oif, rule.length, rule.partial, rule.rate)
+
+
+def device_rules(session: Session, dev: Device) -> list[FilterRule] | None:
+    """The device's filter rules as the kernel runs them (nft, iptables-nft decoded, legacy iptables); None when
+    the ruleset was not read. `iptables -S` is asked for only when it adds something (see `_iptables_tables`)."""
     out = session.probe("nft_ruleset", dev=dev.name, note="packet filter")
-    if out is None:
+    if out is None or out.record.error:
+        return None
+    decoded: list[FilterRule] = []
+    for table in _iptables_tables(session, dev, out.record.filters):
+        ipt = session.probe("iptables_rules", dev=dev.name, table=table, note="iptables rules, decoded")
+        if ipt is not None and not ipt.record.error:
+            decoded += ipt.record.filters
+    return through_jumps(merged_rules(out.record.filters, decoded))
+
+
+def baseline_rules(session: Session, dev: Device) -> list[FilterRule] | None:
+    """The same from the healthy baseline (free), or None without one."""
+    out = session.baseline("nft_ruleset", dev=dev.name)
+    if out is None or out.record.error:
+        return None
+    decoded = [f for table in sorted(IPTABLES_TABLES)
+               if (ipt := session.baseline("iptables_rules", dev=dev.name, table=table)) and not ipt.record.error
+               for f in ipt.record.filters]
+    return through_jumps(merged_rules(out.record.filters, decoded))
+
+
+def _iptables_tables(session: Session, dev: Device, rules: list[FilterRule]) -> list[str]:
+    """The iptables tables worth reading: those where nft shows a blocking rule's iptables matches without their
+    options, and those the baseline shows the device keeps in legacy iptables (rules no nft table lists)."""
+    hidden = {r.table for r in rules if r.family == "ip" and r.table in IPTABLES_TABLES
+              and r.verdict in ("drop", "reject", "queue") and any(not u.startswith("target ") for u in r.unknown)}
+    legacy = {r.table for r in baseline_rules(session, dev) or [] if r.source == "iptables"}
+    return sorted(hidden | legacy)
+
+
+def _filters(session: Session, dev: Device) -> None:
+    rules = device_rules(session, dev)
+    if rules is None:
         return
-    for rule in out.record.rules:
-        where = f"{rule.family} {rule.table} {rule.chain}: {' '.join(rule.matches)} {rule.verdict or ''}".strip()
-        verdict = (rule.verdict or "").split(" ")[0]
-        if verdict in ("drop", "reject"):
-            kind = classify_rule(rule.family, rule.matches)
-            oif = next((m.split("==")[1].strip() for m in rule.matches if m.startswith("meta oifname ==")), None)
-            flag(session, SCAN, dev, kind, where, family="tc" if kind == "random_drop" else "acl", chain=rule.chain,
-                 **({"ifname": oif} if oif else {}))
-        elif verdict in ("", "queue") and rule.matches:
-            flag(session, SCAN, dev, "traffic_diverted", where + " (packets handed to a user-space queue)",
-                 family="resource", matches=rule.matches)
+    before = baseline_rules(session, dev)
+    known = {_signature(r) for r in before} if before is not None else set()
+    for i, rule in enumerate(rules):
+        kind = judge_rule(rule, rules[:i])
+        if kind is None or _signature(rule) in known:
+            continue
+        where = f"{rule.family} {rule.table} {rule.chain}: {rule.text}"
+        attrs = {"chain": rule.chain, "verdict": rule.verdict, "source": rule.source}
+        if rule.oif or rule.iif:
+            attrs["ifname"] = (rule.oif or rule.iif or "").lstrip("!")
+        if kind == "traffic_diverted":
+            flag(session, SCAN, dev, kind, where + " (packets handed to a user-space queue)", family="resource",
+                 vs_baseline=before is not None, matches=rule.matches)
+            continue
+        if rule.share is not None:
+            attrs["share"] = round(rule.share, 3)
+            where += f" ({rule.share:.0%} of the matching packets)"
+        elif rule.partial:
+            where += " (a share of the matching packets)"
+        if kind == "rate_limited":
+            attrs["rate"] = rule.rate
+        family = "tc" if kind in ("random_drop", "rate_limited") else "acl"
+        flag(session, SCAN, dev, kind, where, family=family, vs_baseline=before is not None, **attrs)
 
 
 CHECKS = [_interfaces, _filters, _neighbours]  # cheapest-to-most-specific: one probe each
