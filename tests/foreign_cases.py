@@ -23,6 +23,14 @@ def _name_fails(ctx: Any, case: ForeignCase) -> str | None:
     return None if status != "NOERROR" else "web0.local still resolves"
 
 
+def _flapped(ctx: Any, device: str, ifname: str, times: int) -> str | None:
+    """The link has gone down and up `times` times since it came up (a NOC sees a flap over minutes, not at once)."""
+    from faultline.network.probes import run_probe
+
+    counts = {i.ifname: i.carrier_changes or 0 for i in run_probe(ctx, "link_counters", dev=device).record.interfaces}
+    return None if counts.get(ifname, 0) >= times else f"{ifname} changed carrier {counts.get(ifname, 0)} times so far"
+
+
 CASES: dict[str, ForeignCase] = {c.name: c for c in (
     ForeignCase(
         name="dns-frozen", scenario="ospf_enterprise_static", label="dns_service_down", devices=("dns_server",),
@@ -78,9 +86,10 @@ CASES: dict[str, ForeignCase] = {c.name: c for c in (
         symptom=users_see_a_problem),
     ForeignCase(
         name="port-flap", scenario="rip_small_internet", label="link_flap", devices=("host_2",),
-        what="router_2's port towards host_2 goes down and up every 2 seconds (a failing cable or optic)",
-        commands=(Cmd(None, "while true; do ip -n {ns[router_2]} link set eth2 down; sleep 2; "
-                            "ip -n {ns[router_2]} link set eth2 up; sleep 2; done", background=True),)),
+        what="router_2's port towards host_2 goes down and up every second (a failing cable or optic)",
+        commands=(Cmd(None, "while true; do ip -n {ns[router_2]} link set eth2 down; sleep 1; "
+                            "ip -n {ns[router_2]} link set eth2 up; sleep 1; done", background=True),),
+        symptom=lambda ctx, case: _flapped(ctx, "router_2", "eth2", 8)),
     ForeignCase(
         name="bgpd-down", scenario="simple_bgp", label="frr_service_down", devices=("router1",),
         what="router1's bgpd killed; zebra and the other daemons run on",

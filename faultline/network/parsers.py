@@ -95,7 +95,8 @@ def parse_interfaces(device: str, stdout: str) -> r.InterfaceList:
             addresses=[f"{a['local']}/{a['prefixlen']}" for a in item.get("addr_info", []) if "local" in a],
             rx_packets=rx.get("packets"), rx_errors=rx.get("errors"), rx_dropped=rx.get("dropped"),
             tx_packets=tx.get("packets"), tx_errors=tx.get("errors"), tx_dropped=tx.get("dropped"),
-            carrier_changes=item.get("carrier_changes"),
+            # `ip -s -s` puts it among the transmit counters; some versions beside the flags
+            carrier_changes=tx.get("carrier_changes", item.get("carrier_changes")),
         ))
     return r.InterfaceList(device=device, interfaces=out)
 

@@ -75,7 +75,9 @@ def _interfaces(session: Session, dev: Device) -> None:
                      family="bgp", prefix=addr)
 
 
-FLAPS = 4  # carrier changes above the baseline's (or, without one, in all) that make a link flapping
+# carrier changes above the baseline's that make a link flapping: down, up and down again, or one bounce (down and
+# up) on a link that is up now (a plain link down adds one); without a baseline, twice as many in all
+FLAPS_DOWN, FLAPS_UP = 3, 2
 
 
 def _carrier_changes(session: Session, dev: Device, now: dict) -> None:
@@ -95,7 +97,8 @@ def _carrier_changes(session: Session, dev: Device, now: dict) -> None:
         if iface.ifname in SKIP_IFACES or iface.ifname in dev.management or iface.carrier_changes is None:
             continue
         extra = iface.carrier_changes - before.get(iface.ifname, 0)
-        if extra >= FLAPS and (base is not None or iface.carrier_changes >= 2 * FLAPS):
+        least = FLAPS_UP if "LOWER_UP" in iface.flags else FLAPS_DOWN
+        if extra >= least and (base is not None or iface.carrier_changes >= 2 * least):
             end = _far_end_user(session, dev, now.get(iface.ifname))
             flag(session, SCAN, dev, "iface_flapping", f"{iface.ifname}: carrier changed {iface.carrier_changes} "
                  f"times (baseline {before.get(iface.ifname, 'unknown')})", family="link", ifname=iface.ifname,
