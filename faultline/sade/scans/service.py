@@ -121,20 +121,56 @@ def _read(session: Session, dev: Device, suffix: str):
     return path, (out.record.text if out is not None and not out.record.error else None)
 
 
+_ADDRESS_RECORD = re.compile(r"^address=/([^/]+)/(\d{1,3}(?:\.\d{1,3}){3})\s*$")
+_HOST_RECORD = re.compile(r"^host-record=([^,\s]+(?:,[^,\s]+)*)\s*$")
+
+
+def dns_records(text: str, path: str) -> list[tuple[str, str, str]]:
+    """(name, IPv4 address, the line) of every A record a name server's file defines: a hosts file's lines, and
+    a dnsmasq configuration's `address=/name/ip` and `host-record=name[,name...],ip` lines."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if path.endswith("hosts"):
+            parts = line.split()
+            if len(parts) >= 2 and IPV4_TEXT.fullmatch(parts[0]):
+                out += [(name, parts[0], line) for name in parts[1:] if not name.startswith("#")]
+        elif m := _ADDRESS_RECORD.match(line):
+            out.append((m.group(1), m.group(2), line))
+        elif m := _HOST_RECORD.match(line):
+            fields = m.group(1).split(",")
+            addrs = [f for f in fields if IPV4_TEXT.fullmatch(f)]
+            out += [(name, addrs[0], line) for name in fields if addrs and not IPV4_TEXT.fullmatch(name)
+                    and ":" not in name and not name.isdigit()]
+    return out
+
+
 def _dns_records(session: Session, dev: Device) -> None:
+    """Every record the name server defines (its hosts file, then its configuration) pointing at no server: at no
+    device, or at a user's or a router's address; with a baseline, a name whose address changed."""
     if dev.role != "dns":
         return
-    path, text = _read(session, dev, "/hosts")
-    if not text:
-        return
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) < 2 or not IPV4_TEXT.fullmatch(parts[0]):
-            continue
-        owner = owner_of(session, parts[0])
-        if owner is None or owner.role in ("host", "client", "router", "switch"):
-            flag(session, SCAN_S, dev, "dns_record_wrong", f"{path}: {line.strip()} -> "
-                 f"{owner.name + ' (' + owner.role + ')' if owner else 'no device'}", family="dns", name=parts[1])
+    for suffix in ("/hosts", "/dnsmasq.conf"):
+        if _records_wrong(session, dev, suffix):
+            return
+
+
+def _records_wrong(session: Session, dev: Device, suffix: str) -> bool:
+    path, text = _read(session, dev, suffix)
+    if not text or path is None:
+        return False
+    base = session.baseline("read_file", dev=dev.name, path=path)
+    before = {name: ip for name, ip, _ in dns_records(base.record.text or "", path)} if base is not None else {}
+    found = False
+    for name, ip, line in dns_records(text, path):
+        owner = owner_of(session, ip)
+        moved = name in before and before[name] != ip
+        if moved or owner is None or owner.role in ("host", "client", "router", "switch"):
+            where = f"{owner.name} ({owner.role})" if owner else "no device"
+            flag(session, SCAN_S, dev, "dns_record_wrong", f"{path}: {line} -> {where}"
+                 + (f" (baseline {before[name]})" if moved else ""), family="dns", name=name, vs_baseline=moved)
+            found = True
+    return found
 
 
 def _dhcp_config(session: Session, dev: Device) -> None:
