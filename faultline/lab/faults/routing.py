@@ -84,6 +84,9 @@ def _wait(cond: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
         time.sleep(0.05)
 
 
+FRR_DAEMONS = ("zebra", "mgmtd", "staticd", "bgpd", "ospfd", "ripd")
+
+
 class FrrServiceDown(Fault):
     """`frr_service_down`: the router's FRR daemons killed by PID (standard), frozen, or its protocol daemon alone
     killed while zebra keeps running."""
@@ -103,6 +106,8 @@ class FrrServiceDown(Fault):
         procs = [p for p in state.processes if p.device == rec.target and p.name not in MGMT_DAEMONS]
         if not procs:
             raise FaultError(f"{rec.target} runs no FRR daemons")
+        if rec.mechanism_id == "frozen":  # a router's DHCP relay (dnsmasq) is no part of its routing stack
+            procs = [p for p in procs if p.name in FRR_DAEMONS]
         if rec.mechanism_id == "protocol_daemon":
             procs = [p for p in procs if p.name in frr.PROTOCOL_DAEMONS[topo.protocol]]
         live = set(teardown.namespace_pids(procs[0].namespace))
