@@ -14,7 +14,7 @@ from typing import ClassVar
 from faultline.lab import frr, teardown
 from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, reachability_problem, sh
 from faultline.lab.faults.l2 import end_hosts, lan_of
-from faultline.lab.faults.routing import _wait, bgp_block, vtysh
+from faultline.lab.faults.routing import _wait, bgp_block, mechanism_of, vtysh
 from faultline.lab.services import main_ip
 from faultline.lab.state import LabProcess, LabState
 from faultline.lab.topology import Lan, Topology
@@ -188,7 +188,7 @@ class BgpHijacking(BgpOrigination):
         if found is None:
             raise FaultError(f"{topo.scenario} has no web server or host on a LAN to hijack")
         host, lan = found
-        if self._rec().mechanism_id == "host_route":
+        if mechanism_of(self) == "host_route":
             return host, f"{main_ip(topo.nodes[host])}/32"
         return host, str(next(ipaddress.ip_network(lan.subnet).subnets(new_prefix=25)))
 

@@ -20,6 +20,7 @@ from faultline.lab.faults.dns_dhcp import (
     lookup_target,
     nameservers,
 )
+from faultline.lab.faults.routing import mechanism_of
 from faultline.lab.services import resolv_conf
 from faultline.lab.state import LabState
 from faultline.lab.topology import Topology
@@ -77,7 +78,7 @@ class DhcpConfigFault(Fault):
 
     def expected(self, topo: Topology, host: str, lan_hosts: list[str]) -> dc.ClientState:
         healthy = dc.healthy_client(topo, host)
-        misled = [self._rec().target] if self._rec().mechanism_id == "host_override" else lan_hosts
+        misled = [self._rec().target] if mechanism_of(self) == "host_override" else lan_hosts
         if host in misled:
             return self.faulty(healthy)
         return dc.ClientState(healthy.address, healthy.gateway)
@@ -138,7 +139,7 @@ class DhcpMissingSubnet(DhcpConfigFault):
         block = dc.block_lines(lines, tag)
         if not block:
             raise FaultError(f"the DHCP config has no block for {tag}")
-        if self._rec().mechanism_id == "range_typo":
+        if mechanism_of(self) == "range_typo":
             old = next(ln for ln in block if ln.startswith("dhcp-range="))
             new = typo_range(old, lines)
             return [{"old": old, "new": new, "after": None}], f"dhcp-range rewritten to {new.split(',')[1]}-"
@@ -176,7 +177,7 @@ class DhcpSpoofedGateway(DhcpConfigFault):
         wrong = ".".join(gateway.split(".")[:3] + ["254"])
         if old is None or wrong == gateway:
             raise FaultError(f"the DHCP config has no router option for {tag} other than .254")
-        if self._rec().mechanism_id == "host_override":
+        if mechanism_of(self) == "host_override":
             return self.host_override(lines, "option:router", wrong)
         return [{"old": old, "new": prefix + wrong, "after": None}], f"router option {gateway} -> {wrong}"
 
@@ -209,7 +210,7 @@ class DhcpSpoofedDns(DhcpConfigFault):
         old = next((ln for ln in lines if ln.startswith(prefix)), None)
         if old is None:
             raise FaultError(f"the DHCP config has no dns-server option for {tag}")
-        if self._rec().mechanism_id == "host_override":
+        if mechanism_of(self) == "host_override":
             return self.host_override(lines, "option:dns-server", WRONG_DNS)
         return [{"old": old, "new": prefix + WRONG_DNS, "after": None}], f"dns-server option -> {WRONG_DNS}"
 

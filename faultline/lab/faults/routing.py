@@ -37,6 +37,11 @@ def vtysh(state: LabState, router: str, *commands: str) -> str:
     return proc.stdout
 
 
+def mechanism_of(fault: Fault) -> str:
+    """The mechanism of the injection `fault` is making ("standard" when it has no record, as in a dry edit)."""
+    return fault.record.mechanism_id if fault.record is not None else "standard"
+
+
 def bgp_block(running_config: str) -> list[str]:
     """The `router bgp N` block of a running config, from its first line to its closing `exit`."""
     return config_block(running_config, "router bgp ")
@@ -203,7 +208,7 @@ class BgpConfigChange(Fault):
         if not nets:
             raise FaultError("this router announces no prefix (NIKA: pick a router with `network` lines)")
         af = "address-family ipv4 unicast"
-        if self._rec().mechanism_id == "outbound_filter":
+        if mechanism_of(self) == "outbound_filter":
             plist = [f"ip prefix-list {EXPORT_LIST} seq {5 * (i + 1)} deny {n.split()[1]}" for i, n in enumerate(nets)]
             plist.append(f"ip prefix-list {EXPORT_LIST} seq 1000 permit 0.0.0.0/0 le 32")
             bound = [f"neighbor {peer} prefix-list {EXPORT_LIST} out" for peer in bgp_peers(block)]
@@ -260,7 +265,7 @@ class BgpAsnMisconfig(BgpConfigChange):
 
     def change(self, block: list[str]) -> tuple[list[str], list[str]]:
         asn = int(block[0].split()[2])
-        if self._rec().mechanism_id == "remote_as":
+        if mechanism_of(self) == "remote_as":
             right = [line.strip() for line in block if line.strip().startswith("neighbor ") and " remote-as " in line]
             wrong = [f"{' '.join(r.split()[:3])} {int(r.split()[3]) + 600}" for r in right if r.split()[3].isdigit()]
             if not wrong:
