@@ -12,23 +12,10 @@ from typing import ClassVar
 from faultline.lab.faults.base import FaultError, FaultRecord
 from faultline.lab.faults.iptables import IptablesVariant, rule
 from faultline.lab.faults.nft import NftFilter
-from faultline.lab.faults.routing import BgpConfigChange, _topo, config_block, vtysh
+from faultline.lab.faults.routing import BgpConfigChange, _topo, adjacency_lost_problem, config_block, vtysh
 from faultline.lab.state import LabState
 from faultline.lab.topology import Topology
 from faultline.network.probes import ProbeContext, run_probe
-
-
-def adjacency_lost_problem(ctx: ProbeContext, topo: Topology, router: str) -> str | None:
-    """None when some neighbour router no longer has a Full OSPF adjacency with `router`."""
-    checked = 0
-    for local, remote in topo.neighbours(router):
-        addr = local.address.split("/")[0]
-        rec = run_probe(ctx, "vtysh_show", dev=remote.node, command="show ip ospf neighbor json").record
-        state = next((n.state for n in rec.ospf_neighbors if n.address == addr), "absent")
-        if not state.startswith("Full"):
-            return None
-        checked += 1
-    return f"all {checked} neighbours of {router} still have a Full OSPF adjacency with it"
 
 
 class OspfAclBlock(IptablesVariant, NftFilter):

@@ -68,6 +68,19 @@ def peer_down_problem(ctx: ProbeContext, topo: Topology, router: str) -> str | N
     return f"every neighbour of {router} still has an Established session with it"
 
 
+def adjacency_lost_problem(ctx: ProbeContext, topo: Topology, router: str) -> str | None:
+    """None when some neighbour router no longer has a Full OSPF adjacency with `router`."""
+    checked = 0
+    for local, remote in topo.neighbours(router):
+        addr = local.address.split("/")[0]
+        rec = run_probe(ctx, "vtysh_show", dev=remote.node, command="show ip ospf neighbor json").record
+        state = next((n.state for n in rec.ospf_neighbors if n.address == addr), "absent")
+        if not state.startswith("Full"):
+            return None
+        checked += 1
+    return f"all {checked} neighbours of {router} still have a Full OSPF adjacency with it"
+
+
 def lan_hosts(topo: Topology, router: str) -> list[str]:
     """Hosts on the LANs behind `router`."""
     return [h.node for lan in topo.lans if lan.router == router for h in lan.hosts]
@@ -141,6 +154,8 @@ class FrrServiceDown(Fault):
 
     def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         topo = _topo(ctx, rec)
+        if topo.protocol == "ospf" and topo.neighbours(rec.target):  # no BGP session: the adjacencies go instead
+            return adjacency_lost_problem(ctx, topo, rec.target)
         return peer_down_problem(ctx, topo, rec.target)
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
