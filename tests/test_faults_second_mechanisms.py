@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from faultline.lab import faults
+from faultline.lab import faults, teardown
 from faultline.lab.faults import iptables
 from faultline.lab.faults.base import FaultNotVerified, FaultRecord
 from faultline.lab.faults.dhcp_config import insert_added, remove_added, spoofed_value, typo_range
@@ -131,6 +131,7 @@ CASES = {
     "ospf_enterprise_dhcp": [
         ("frr_service_down", "frozen", "dist_router_1_1"),
         ("frr_service_down", "protocol_daemon", "dist_router_2_1"),
+        ("frr_service_down", "standard", "dist_router_2_1"),  # its DHCP relay is no FRR daemon: it keeps running
         ("host_static_blackhole", "unreachable", None),
         ("ospf_acl_block", "iptables", None),
         ("ospf_neighbor_missing", "passive_interface", None),
@@ -173,3 +174,6 @@ def test_new_mechanisms_inject_verify_recover(labs, scenario):
             faults.registry.rebuild(rec).verify(ctx)
         matrix = run_probe(ctx, "reachability", count=1).record
         assert matrix.summary == {"ok": len(matrix.rows)}, (label, mechanism, matrix.rows)
+        if label == "frr_service_down":
+            relay = [p for p in state.processes if p.device == rec.target and p.name == "dnsmasq"]
+            assert all(teardown.alive(p.pid) for p in relay), relay

@@ -16,7 +16,6 @@ from typing import ClassVar
 
 from faultline.errors import FaultlineError
 from faultline.lab import frr, teardown
-from faultline.lab.access import MGMT_DAEMONS
 from faultline.lab.faults import freeze
 from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, lab_topology, reachability_problem, sh
 from faultline.lab.frr import crash_buffers, router_dir, vtysh_args, vtysh_env
@@ -120,12 +119,10 @@ class FrrServiceDown(Fault):
     }
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
-        # the management sshd (lab up --mgmt) is no FRR daemon: it keeps running
-        procs = [p for p in state.processes if p.device == rec.target and p.name not in MGMT_DAEMONS]
+        # neither the management sshd (lab up --mgmt) nor a DHCP relay (dnsmasq) is part of the routing stack
+        procs = [p for p in state.processes if p.device == rec.target and p.name in FRR_DAEMONS]
         if not procs:
             raise FaultError(f"{rec.target} runs no FRR daemons")
-        if rec.mechanism_id == "frozen":  # a router's DHCP relay (dnsmasq) is no part of its routing stack
-            procs = [p for p in procs if p.name in FRR_DAEMONS]
         if rec.mechanism_id == "protocol_daemon":
             procs = [p for p in procs if p.name in frr.PROTOCOL_DAEMONS[topo.protocol]]
         live = set(teardown.namespace_pids(procs[0].namespace))
