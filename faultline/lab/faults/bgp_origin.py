@@ -9,11 +9,13 @@ from __future__ import annotations
 import ipaddress
 import random
 from pathlib import Path
+from typing import ClassVar
 
 from faultline.lab import frr, teardown
 from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, reachability_problem, sh
 from faultline.lab.faults.l2 import end_hosts, lan_of
-from faultline.lab.faults.routing import _wait, bgp_block, vtysh
+from faultline.lab.faults.routing import _wait, bgp_block, mechanism_of, vtysh
+from faultline.lab.services import main_ip
 from faultline.lab.state import LabProcess, LabState
 from faultline.lab.topology import Lan, Topology
 from faultline.network.probes import ProbeContext, run_probe
@@ -62,11 +64,19 @@ class BgpOrigination(Fault):
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         victim, prefix = self.victim(topo, rec.target, rng)
-        head = bgp_block(vtysh(state, rec.target, "show running-config"))[0]
-        rec.params = {"victim": victim, "prefix": prefix, "head": head}
+        block = bgp_block(vtysh(state, rec.target, "show running-config"))
+        rec.params = {"victim": victim, "prefix": prefix, "head": block[0]}
+        announce = self.announcement(rec)
+        # a line the router already had (the lab's own `redistribute static`) stays when the fault is recovered
+        rec.params.update(announce=announce, announce_preexisting=announce in {ln.strip() for ln in block})
         what = self.originate(state, rec)
-        vtysh(state, rec.target, "configure terminal", head, AF, f"network {prefix}")
-        rec.mechanism = f"{what}; vtysh on {rec.target}: {head} / network {prefix} (victim {victim})"
+        if not rec.params["announce_preexisting"]:
+            vtysh(state, rec.target, "configure terminal", block[0], AF, announce)
+        rec.mechanism = f"{what}; vtysh on {rec.target}: {block[0]} / {announce} (victim {victim})"
+
+    def announcement(self, rec: FaultRecord) -> str:
+        """The line under `address-family ipv4 unicast` that announces P."""
+        return f"network {rec.params['prefix']}"
 
     def victim(self, topo: Topology, router: str, rng: random.Random) -> tuple[str, str]:
         """(victim host, prefix P to announce)."""
@@ -82,19 +92,19 @@ class BgpOrigination(Fault):
 
     def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         config = running_config(ctx, rec.target)
-        prefix = rec.params["prefix"]
-        if f"network {prefix}" not in {line.strip() for line in config.splitlines()}:
-            return f"`network {prefix}` is not under router bgp on {rec.target}"
+        announce = rec.params.get("announce") or f"network {rec.params['prefix']}"
+        if announce not in {line.strip() for line in config.splitlines()}:
+            return f"`{announce}` is not under router bgp on {rec.target}"
         return self.origin_problem(ctx, rec, config)
 
     def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         return reachability_problem(ctx, rec.params["victim"])
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
-        prefix = rec.params["prefix"]
+        announce = rec.params.get("announce") or f"network {rec.params['prefix']}"
         lines = {line.strip() for line in vtysh(state, rec.target, "show running-config").splitlines()}
-        if f"network {prefix}" in lines:
-            vtysh(state, rec.target, "configure terminal", rec.params["head"], AF, f"no network {prefix}")
+        if announce in lines and not rec.params.get("announce_preexisting"):
+            vtysh(state, rec.target, "configure terminal", rec.params["head"], AF, f"no {announce}")
         self.withdraw(state, rec, lines)
 
     def withdraw(self, state: LabState, rec: FaultRecord, config_lines: set[str]) -> None:
@@ -107,6 +117,14 @@ class BgpBlackholeRouteLeak(BgpOrigination):
 
     label = "bgp_blackhole_route_leak"
     host_lan = True
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "static `ip route P Null0` announced with `network P`",
+        "redistribute_static": "static `ip route P Null0` announced by `redistribute static` (a discard route "
+                               "meant to stay local leaks through redistribution)",
+    }
+
+    def announcement(self, rec: FaultRecord) -> str:
+        return "redistribute static" if rec.mechanism_id == "redistribute_static" else super().announcement(rec)
 
     @classmethod
     def targets(cls, topo: Topology) -> list[str]:
@@ -150,6 +168,11 @@ class BgpHijacking(BgpOrigination):
     """`bgp_hijacking`: the first /25 of the victim's LAN on `lo` + `network` under `router bgp`."""
 
     label = "bgp_hijacking"
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "the first /25 of the victim's /24 on lo, announced with `network`",
+        "host_route": "the victim's own address as a /32 on lo, announced with `network` (a more specific "
+                      "hijack of one host)",
+    }
 
     @classmethod
     def targets(cls, topo: Topology) -> list[str]:
@@ -165,6 +188,8 @@ class BgpHijacking(BgpOrigination):
         if found is None:
             raise FaultError(f"{topo.scenario} has no web server or host on a LAN to hijack")
         host, lan = found
+        if mechanism_of(self) == "host_route":
+            return host, f"{main_ip(topo.nodes[host])}/32"
         return host, str(next(ipaddress.ip_network(lan.subnet).subnets(new_prefix=25)))
 
     def originate(self, state: LabState, rec: FaultRecord) -> str:

@@ -11,6 +11,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import ClassVar
 
 from faultline.lab.faults.base import Fault, FaultError, FaultRecord, helper_alive, in_ns, sh, start_helper, stop_helper
 from faultline.lab.services import main_ip
@@ -24,8 +25,12 @@ IMPAIRER = Path(__file__).with_name("nfqueue_delay.py")
 SAMPLES = 3
 
 
-def rule_spec(ifname: str, queue: int) -> list[str]:
-    """The POSTROUTING rule (without -A/-D) that queues the node's DNS answers on `ifname`."""
+def rule_spec(ifname: str, queue: int, direction: str = "answers") -> list[str]:
+    """The mangle rule (without -A/-D) that queues the node's DNS answers leaving `ifname` (POSTROUTING), or the
+    queries arriving on it (PREROUTING) with `direction="queries"`."""
+    if direction == "queries":
+        return ["PREROUTING", "-i", ifname, "-p", "udp", "--dport", "53", "-j", "NFQUEUE", "--queue-num", str(queue),
+                "--queue-bypass"]
     return ["POSTROUTING", "-o", ifname, "-p", "udp", "--sport", "53", "-j", "NFQUEUE", "--queue-num", str(queue),
             "--queue-bypass"]
 
@@ -50,6 +55,11 @@ class DnsLookupLatency(Fault):
 
     label = "dns_lookup_latency"
     roles = ("dns",)
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "the server's answers held 1 s on the way out (an inline inspection of its egress)",
+        "query_queue": "the queries held 1 s on the way in, before the server sees them (an inline inspection "
+                       "of its ingress)",
+    }
     symptom_timeout = 15.0
     delay_ms = DELAY_MS
 
@@ -85,10 +95,12 @@ class DnsLookupLatency(Fault):
             raise FaultError(f"{name} @{server} from {client} does not answer before injection ({samples})",
                              fix="check the lab with `faultline lab status`; the DNS service must be up")
         marker = f"fl-dnsdelay-{rec.id}"
+        direction = "queries" if rec.mechanism_id == "query_queue" else "answers"
         rec.params = {"ifname": ifname, "queue": QUEUE, "delay_ms": self.delay_ms, "client": client, "name": name,
                       "server": server, "baseline_ms": statistics.median(answered), "baseline_samples": samples,
-                      "helper_pid": None, "helper_marker": marker}
-        sh(in_ns(ns, "iptables", "-t", "mangle", "-A", *rule_spec(ifname, QUEUE)), "NFQUEUE rule")
+                      "helper_pid": None, "helper_marker": marker, "direction": direction}
+        spec = rule_spec(ifname, QUEUE, direction)
+        sh(in_ns(ns, "iptables", "-t", "mangle", "-A", *spec), "NFQUEUE rule")
         rec.params["helper_pid"] = start_helper(in_ns(
             ns, sys.executable, "-I", str(IMPAIRER), "--queue", str(QUEUE), "--delay-ms", str(self.delay_ms),
             "--tag", marker))
@@ -99,17 +111,16 @@ class DnsLookupLatency(Fault):
                 raise FaultError(f"the NFQUEUE delay helper did not bind queue {QUEUE} in {ns}",
                                  fix="check that the kernel has nfnetlink_queue and iptables NFQUEUE")
             time.sleep(0.05)
-        rec.mechanism = (f"SUBSTITUTE for tc netem delay {self.delay_ms}ms (no netem here): iptables mangle "
-                         f"POSTROUTING -o {ifname} -p udp --sport 53 -j NFQUEUE --queue-num {QUEUE} --queue-bypass "
-                         f"on {rec.target}, and an NFQUEUE helper in its namespace (pid {rec.params['helper_pid']}) "
-                         f"releasing each answer {self.delay_ms} ms late")
+        rec.mechanism = (f"SUBSTITUTE for tc netem delay {self.delay_ms}ms (no netem here): iptables -t mangle -A "
+                         f"{' '.join(spec)} on {rec.target}, and an NFQUEUE helper in its namespace (pid "
+                         f"{rec.params['helper_pid']}) releasing each queued packet {self.delay_ms} ms late")
 
     def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         p = rec.params
         rules = run_probe(ctx, "iptables_rules", dev=rec.target, table="mangle").record.rules
-        wanted = f"--queue-num {p['queue']}"
-        if not any("-j NFQUEUE" in r and wanted in r and "--sport 53" in r for r in rules):
-            return f"no NFQUEUE rule for udp sport 53 in {rec.target}'s mangle table ({rules})"
+        wanted, port = f"--queue-num {p['queue']}", "--dport 53" if p.get("direction") == "queries" else "--sport 53"
+        if not any("-j NFQUEUE" in r and wanted in r and port in r for r in rules):
+            return f"no NFQUEUE rule for udp {port[2:]} in {rec.target}'s mangle table ({rules})"
         running = {e.pid: e for e in run_probe(ctx, "processes", dev=rec.target).record.processes}
         helper = running.get(p["helper_pid"])
         if helper is None or p["helper_marker"] not in helper.args:
@@ -128,7 +139,7 @@ class DnsLookupLatency(Fault):
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
         ns = state.device(rec.target).namespace
-        spec = rule_spec(rec.params["ifname"], rec.params["queue"])
+        spec = rule_spec(rec.params["ifname"], rec.params["queue"], rec.params.get("direction", "answers"))
         # every copy of the rule (an interrupted injection may have left two)
         for _ in range(10):
             if sh(in_ns(ns, "iptables", "-t", "mangle", "-C", *spec), "rule check", check=False).returncode != 0:

@@ -12,10 +12,11 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 from faultline.errors import FaultlineError
 from faultline.lab import frr, teardown
-from faultline.lab.access import MGMT_DAEMONS
+from faultline.lab.faults import freeze
 from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, lab_topology, reachability_problem, sh
 from faultline.lab.frr import crash_buffers, router_dir, vtysh_args, vtysh_env
 from faultline.lab.state import LabProcess, LabState
@@ -33,6 +34,11 @@ def vtysh(state: LabState, router: str, *commands: str) -> str:
     if proc.returncode != 0 or errors:
         raise FaultError(f"vtysh on {router} failed: {'; '.join(errors) or proc.stderr.strip()[:300]}")
     return proc.stdout
+
+
+def mechanism_of(fault: Fault) -> str:
+    """The mechanism of the injection `fault` is making ("standard" when it has no record, as in a dry edit)."""
+    return fault.record.mechanism_id if fault.record is not None else "standard"
 
 
 def bgp_block(running_config: str) -> list[str]:
@@ -61,6 +67,19 @@ def peer_down_problem(ctx: ProbeContext, topo: Topology, router: str) -> str | N
     return f"every neighbour of {router} still has an Established session with it"
 
 
+def adjacency_lost_problem(ctx: ProbeContext, topo: Topology, router: str) -> str | None:
+    """None when some neighbour router no longer has a Full OSPF adjacency with `router`."""
+    checked = 0
+    for local, remote in topo.neighbours(router):
+        addr = local.address.split("/")[0]
+        rec = run_probe(ctx, "vtysh_show", dev=remote.node, command="show ip ospf neighbor json").record
+        state = next((n.state for n in rec.ospf_neighbors if n.address == addr), "absent")
+        if not state.startswith("Full"):
+            return None
+        checked += 1
+    return f"all {checked} neighbours of {router} still have a Full OSPF adjacency with it"
+
+
 def lan_hosts(topo: Topology, router: str) -> list[str]:
     """Hosts on the LANs behind `router`."""
     return [h.node for lan in topo.lans if lan.router == router for h in lan.hosts]
@@ -82,42 +101,75 @@ def _wait(cond: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
         time.sleep(0.05)
 
 
+FRR_DAEMONS = ("zebra", "mgmtd", "staticd", "bgpd", "ospfd", "ripd")
+
+
 class FrrServiceDown(Fault):
-    """`frr_service_down`: every FRR daemon of one router killed by PID."""
+    """`frr_service_down`: the router's FRR daemons killed by PID (standard), frozen, or its protocol daemon alone
+    killed while zebra keeps running."""
 
     label = "frr_service_down"
     roles = ("router",)
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "every FRR daemon of the router killed by PID (NIKA: systemctl stop frr)",
+        "frozen": "every FRR daemon of the router stopped with SIGSTOP: the processes stay, nothing answers "
+                  "(a hung routing stack); resumed with SIGCONT",
+        "protocol_daemon": "only the routing protocol's daemon (bgpd, ospfd or ripd) killed; zebra and the "
+                           "kernel routes it installed stay (a daemon crash)",
+    }
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
-        # the management sshd (lab up --mgmt) is no FRR daemon: it keeps running
-        procs = [p for p in state.processes if p.device == rec.target and p.name not in MGMT_DAEMONS]
+        # neither the management sshd (lab up --mgmt) nor a DHCP relay (dnsmasq) is part of the routing stack
+        procs = [p for p in state.processes if p.device == rec.target and p.name in FRR_DAEMONS]
         if not procs:
             raise FaultError(f"{rec.target} runs no FRR daemons")
+        if rec.mechanism_id == "protocol_daemon":
+            procs = [p for p in procs if p.name in frr.PROTOCOL_DAEMONS[topo.protocol]]
         live = set(teardown.namespace_pids(procs[0].namespace))
-        teardown.kill_pids([p.pid for p in procs if p.pid in live])
+        pids = [p.pid for p in procs if p.pid in live]
+        listed = ", ".join(f"{p.name}[{p.pid}]" for p in procs)
         rec.params = {"daemons": {p.name: p.pid for p in procs}, "namespace": procs[0].namespace}
-        rec.mechanism = f"killed {', '.join(f'{p.name}[{p.pid}]' for p in procs)} on {rec.target}"
+        if rec.mechanism_id == "frozen":
+            freeze.freeze(pids)
+            rec.mechanism = f"SIGSTOP to {listed} on {rec.target} (frozen; SIGCONT on recover)"
+            return
+        teardown.kill_pids(pids)
+        rec.mechanism = f"killed {listed} on {rec.target}"
 
     def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         table = run_probe(ctx, "processes", dev=rec.target).record.processes
         daemons = rec.params["daemons"]
-        alive = [f"{p.comm}[{p.pid}]" for p in table if p.comm in daemons and "<defunct>" not in p.args]
-        return f"FRR daemons still running on {rec.target}: {', '.join(alive)}" if alive else None
+        alive = [p for p in table if p.comm in daemons and "<defunct>" not in p.args]
+        if rec.mechanism_id == "frozen":
+            pids = list(daemons.values())
+            if sorted(p.pid for p in alive) != sorted(pids):
+                return f"FRR daemons of {rec.target} gone or replaced: {sorted(p.pid for p in alive)} vs {pids}"
+            problem = freeze.not_frozen(pids)
+            return f"FRR daemons of {rec.target} {problem}" if problem else None
+        running = [f"{p.comm}[{p.pid}]" for p in alive]
+        return f"FRR daemons still running on {rec.target}: {', '.join(running)}" if running else None
 
     def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         topo = _topo(ctx, rec)
+        if topo.protocol == "ospf" and topo.neighbours(rec.target):  # no BGP session: the adjacencies go instead
+            return adjacency_lost_problem(ctx, topo, rec.target)
         return peer_down_problem(ctx, topo, rec.target)
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        if rec.mechanism_id == "frozen":
+            freeze.thaw(list(rec.params["daemons"].values()))
+            return
         ns, run_dir = rec.params["namespace"], Path(state.run_dir)
         rdir = router_dir(run_dir, rec.target)
         if any(teardown.alive(pid) and teardown.comm(pid) == name for name, pid in rec.params["daemons"].items()):
             return  # still (or again) running: nothing to undo
-        order = ["zebra"] + sorted(d for d in rec.params["daemons"] if d != "zebra")
-        (rdir / "zserv.api").unlink(missing_ok=True)
+        killed = rec.params["daemons"]
+        order = (["zebra"] if "zebra" in killed else []) + sorted(d for d in killed if d != "zebra")
+        if "zebra" in killed:
+            (rdir / "zserv.api").unlink(missing_ok=True)
         new: dict[str, int] = {}
         for daemon in order:
-            old = rec.params["daemons"][daemon]
+            old = killed[daemon]
             try:
                 frr.start_daemon(run_dir, rec.target, daemon)
             except FaultlineError as exc:
@@ -129,7 +181,7 @@ class FrrServiceDown(Fault):
             new[daemon] = int(pidfile.read_text().strip())
             if daemon == "zebra":
                 _wait(lambda: (rdir / "zserv.api").exists(), f"zebra on {rec.target} did not open its socket")
-        state.processes = [p for p in state.processes if p.device != rec.target or p.name in MGMT_DAEMONS]
+        state.processes = [p for p in state.processes if p.device != rec.target or p.name not in killed]
         for daemon, pid in new.items():
             state.processes.append(LabProcess(pid, daemon, rec.target, ns))
             state.extra_paths.append(crash_buffers(daemon, pid))
@@ -142,11 +194,18 @@ class BgpConfigChange(Fault):
     roles = ("router",)
     protocols = ("bgp",)
     host_lan = True  # a spine announces only its loopback: removing that shows no symptom (docs/lab.md#routing-faults)
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "`no network ...` for every prefix the router announces",
+        "outbound_filter": "an outbound prefix-list on every neighbour denies the router's own prefixes (transit "
+                           "routes still pass): the networks stay configured, the peers never hear of them",
+    }
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         block = self.block(vtysh(state, rec.target, "show running-config"))
         forward, backward = self.change(block)
         vtysh(state, rec.target, "configure terminal", *forward)
+        if rec.mechanism_id == "outbound_filter":
+            vtysh(state, rec.target, "clear bgp ipv4 unicast * soft out")
         rec.params = {"forward": forward, "backward": backward}
         rec.mechanism = f"vtysh on {rec.target}: {'; '.join(c.strip() for c in forward if c.strip())[:300]}"
 
@@ -161,6 +220,13 @@ class BgpConfigChange(Fault):
         if not nets:
             raise FaultError("this router announces no prefix (NIKA: pick a router with `network` lines)")
         af = "address-family ipv4 unicast"
+        if mechanism_of(self) == "outbound_filter":
+            plist = [f"ip prefix-list {EXPORT_LIST} seq {5 * (i + 1)} deny {n.split()[1]}" for i, n in enumerate(nets)]
+            plist.append(f"ip prefix-list {EXPORT_LIST} seq 1000 permit 0.0.0.0/0 le 32")
+            bound = [f"neighbor {peer} prefix-list {EXPORT_LIST} out" for peer in bgp_peers(block)]
+            return ([*plist, head, af, *bound],
+                    [head, af, *[f"no {b}" for b in bound], "exit-address-family", "exit",
+                     f"no ip prefix-list {EXPORT_LIST}"])
         return [head, af, *[f"no {n}" for n in nets]], [head, af, *nets]
 
     def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
@@ -174,6 +240,9 @@ class BgpConfigChange(Fault):
     def check_block(self, block: list[str], rec: FaultRecord) -> str | None:
         """None when the running `router bgp` block carries the change."""
         present = {line.strip() for line in block}
+        if rec.mechanism_id == "outbound_filter":
+            missing = [c for c in rec.params["forward"] if c.startswith("neighbor ") and c not in present]
+            return f"not bound on {rec.target}: {', '.join(missing)}" if missing else None
         still = [c for c in rec.params["backward"] if c.startswith("network ") and c in present]
         return f"still announced on {rec.target}: {', '.join(still)}" if still else None
 
@@ -186,18 +255,42 @@ class BgpConfigChange(Fault):
         vtysh(state, rec.target, "configure terminal", *rec.params["backward"])
 
 
+EXPORT_LIST = "EXPORT"  # the outbound prefix-list an operator would name after its direction
+
+
+def bgp_peers(block: list[str]) -> list[str]:
+    """The neighbour addresses of a `router bgp` block (from its `neighbor X remote-as N` lines)."""
+    return [line.split()[1] for line in block if line.strip().startswith("neighbor ") and " remote-as " in line]
+
+
 class BgpAsnMisconfig(BgpConfigChange):
-    """`bgp_asn_misconfig`: the router's BGP instance re-created under AS + 600."""
+    """`bgp_asn_misconfig`: the router's BGP instance re-created under AS + 600 (standard), or every neighbour's
+    remote AS on the router set 600 off."""
 
     label = "bgp_asn_misconfig"
     host_lan = False
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "the router's `router bgp N` re-created as N + 600 (its own AS wrong)",
+        "remote_as": "`neighbor X remote-as` of every peer on the router set to the peer's AS + 600 (the AS it "
+                     "expects of its peers wrong): each OPEN is refused with Bad Peer AS",
+    }
 
     def change(self, block: list[str]) -> tuple[list[str], list[str]]:
         asn = int(block[0].split()[2])
+        if mechanism_of(self) == "remote_as":
+            right = [line.strip() for line in block if line.strip().startswith("neighbor ") and " remote-as " in line]
+            wrong = [f"{' '.join(r.split()[:3])} {int(r.split()[3]) + 600}" for r in right if r.split()[3].isdigit()]
+            if not wrong:
+                raise FaultError("no neighbour of this router has a numeric remote-as")
+            return [block[0], *wrong], [block[0], *right]
         wrong = [f"router bgp {asn + 600}", *block[1:]]
         return [f"no {block[0]}", *wrong], [f"no router bgp {asn + 600}", *block]
 
     def check_block(self, block: list[str], rec: FaultRecord) -> str | None:
+        if rec.mechanism_id == "remote_as":
+            present = {line.strip() for line in block}
+            missing = [c for c in rec.params["forward"][1:] if c not in present]
+            return f"not in router bgp on {rec.target}: {', '.join(missing)}" if missing else None
         expected = rec.params["forward"][1]
         return None if block[0] == expected else f"running config has `{block[0]}`, expected `{expected}`"
 
@@ -213,30 +306,41 @@ def _topo(ctx: ProbeContext, rec: FaultRecord) -> Topology:
 
 
 class HostStaticBlackhole(Fault):
-    """`host_static_blackhole`: the router's attached host subnet turned into a kernel blackhole route."""
+    """`host_static_blackhole`: the router's attached host subnet turned into a kernel blackhole route (standard)
+    or an unreachable route (the router answers its hosts' traffic with ICMP unreachable instead of dropping it)."""
 
     label = "host_static_blackhole"
     roles = ("router",)
     host_lan = True
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "ip route replace blackhole <LAN subnet> (packets dropped silently)",
+        "unreachable": "ip route replace unreachable <LAN subnet> (packets refused with ICMP host unreachable)",
+    }
+
+    def route_type(self, rec: FaultRecord) -> str:
+        """The kernel route type this injection uses."""
+        return "unreachable" if rec.mechanism_id == "unreachable" else "blackhole"
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         lan = rng.choice([lan for lan in topo.lans if lan.router == rec.target and lan.hosts])
-        ns = state.device(rec.target).namespace
-        sh(in_ns(ns, "ip", "route", "replace", "blackhole", lan.subnet), "blackhole route")
-        rec.params = {"subnet": lan.subnet, "ifname": lan.gateway.name, "src": lan.gateway.address.split("/")[0]}
-        rec.mechanism = f"ip route replace blackhole {lan.subnet} in {rec.target} (its connected host LAN)"
+        ns, kind = state.device(rec.target).namespace, self.route_type(rec)
+        sh(in_ns(ns, "ip", "route", "replace", kind, lan.subnet), f"{kind} route")
+        rec.params = {"subnet": lan.subnet, "ifname": lan.gateway.name, "src": lan.gateway.address.split("/")[0],
+                      "type": kind}
+        rec.mechanism = f"ip route replace {kind} {lan.subnet} in {rec.target} (its connected host LAN)"
 
     def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         routes = run_probe(ctx, "ip_route", dev=rec.target).record.routes
-        if any(r.dst == rec.params["subnet"] and r.type == "blackhole" for r in routes):
+        kind = self.route_type(rec)
+        if any(r.dst == rec.params["subnet"] and r.type == kind for r in routes):
             return None
-        return f"no blackhole route for {rec.params['subnet']} on {rec.target}"
+        return f"no {kind} route for {rec.params['subnet']} on {rec.target}"
 
     def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         return lan_reachability_problem(ctx, _topo(ctx, rec), rec.target)
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
-        ns, subnet = state.device(rec.target).namespace, rec.params["subnet"]
-        sh(in_ns(ns, "ip", "route", "del", "blackhole", subnet), "blackhole delete", check=False)
+        ns, subnet, kind = state.device(rec.target).namespace, rec.params["subnet"], self.route_type(rec)
+        sh(in_ns(ns, "ip", "route", "del", kind, subnet), f"{kind} delete", check=False)
         sh(in_ns(ns, "ip", "route", "replace", subnet, "dev", rec.params["ifname"], "proto", "kernel", "scope", "link",
                  "src", rec.params["src"]), "connected route restore")

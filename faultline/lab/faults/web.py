@@ -18,6 +18,7 @@ from typing import ClassVar
 from faultline.lab import teardown
 from faultline.lab.faults import cgroups
 from faultline.lab.faults.base import Fault, FaultError, FaultRecord, start_helper, stop_helper
+from faultline.lab.faults.iptables import IptablesVariant, rule
 from faultline.lab.faults.nft import NftFilter
 from faultline.lab.service_ops import config_path, reload_nginx, service_process, service_running, start_recorded
 from faultline.lab.services import render_web, service_dir
@@ -124,12 +125,23 @@ class WebFault(Fault):
         return "a web server and a client/host to browse it"
 
 
-class HttpAclBlock(NftFilter):
-    """`http_acl_block`: TCP port 80 dropped on a client host (NIKA v1 puts it on a host, GT [host])."""
+class HttpAclBlock(IptablesVariant, NftFilter):
+    """`http_acl_block`: TCP port 80 dropped on a client host (NIKA v1 puts it on a host, GT [host]); or refused
+    by an iptables REJECT."""
 
     label = "http_acl_block"
     roles = CLIENT_ROLES
     matches = ("tcp dport 80",)
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "nft table: tcp dport 80 drop in input, forward and output (connections time out)",
+        "iptables_reject": "iptables -A OUTPUT -p tcp --dport 80 -j REJECT --reject-with tcp-reset (connections "
+                           "are refused at once)",
+    }
+    iptables_mechanisms = ("iptables_reject",)
+
+    def iptables_rules_for(self, state: LabState, rec: FaultRecord) -> list[list[str]]:
+        return [rule(state, "OUTPUT", "-p", "tcp", "-m", "tcp", "--dport", "80", "-j", "REJECT",
+                     "--reject-with", "tcp-reset")]
 
     @classmethod
     def targets(cls, topo: Topology) -> list[str]:
@@ -148,8 +160,9 @@ class HttpAclBlock(NftFilter):
     def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         ip = rec.params["web_ip"]
         http = run_probe(ctx, "http_get", src=rec.target, url=f"http://{ip}/", timeout_s=4).record
-        if http.status != "timeout":
-            return f"http_get {rec.target} -> {ip}: {http.status} {http.http_code or ''}, not a timeout"
+        failed = http.status != "ok" if "rules" in rec.params else http.status == "timeout"
+        if not failed:
+            return f"http_get {rec.target} -> {ip}: {http.status} {http.http_code or ''}, not blocked"
         ping = run_probe(ctx, "ping", src=rec.target, dst_ip=ip, count=2).record
         if ping.rx == 0:
             return f"ping {rec.target} -> {ip} fails too ({ping.status}): not an HTTP-only block"
@@ -157,16 +170,28 @@ class HttpAclBlock(NftFilter):
 
 
 class SenderApplicationDelay(WebFault):
-    """`sender_application_delay`: nginx answers at `limit_rate 10k` (SUBSTITUTE, see the module doc)."""
+    """`sender_application_delay`: nginx answers at `limit_rate 10k` (SUBSTITUTE, see the module doc), or holds
+    each request in a queue drained at one a minute."""
 
     label = "sender_application_delay"
     rate: ClassVar[str] = "10k"
     symptom_timeout = 15.0
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "nginx limit_rate 10k: the answer starts at once and trickles (a slow sender)",
+        "request_queue": "nginx limit_req at 1 request a minute with a deep burst queue: requests are held, "
+                         "not refused, so answers start late (an application draining its backlog slowly)",
+    }
+
+    def render(self, topo: Topology, state: LabState, node: str, mechanism_id: str) -> str:
+        """The server's nginx.conf with this mechanism's slowdown."""
+        if mechanism_id != "request_queue":
+            return render_web(topo, Path(state.run_dir), node, limit_rate=self.rate)
+        return request_queue(render_web(topo, Path(state.run_dir), node))
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         conf = config_path(state, rec.target)
         original = conf.read_text()
-        conf.write_text(render_web(topo, Path(state.run_dir), rec.target, limit_rate=self.rate))
+        conf.write_text(self.render(topo, state, rec.target, rec.mechanism_id))
         try:
             reload_and_wait(state, rec.target)
         except (ProcessLookupError, FaultError) as exc:
@@ -178,13 +203,19 @@ class SenderApplicationDelay(WebFault):
         ip = main_ip(state.device(rec.target))
         rec.params = {"conf": str(conf), "original_conf": original, "limit_rate": self.rate, "client": client,
                       "url": f"http://{ip}/big.bin"}
+        if rec.mechanism_id == "request_queue":
+            rec.params.update(marker=QUEUE_LINE, url=f"http://{ip}/")
+            rec.mechanism = (f"nginx on {rec.target}: {QUEUE_ZONE.strip()} and {QUEUE_LINE} added to {conf.name}, "
+                             "reloaded (SIGHUP): every request after the first waits in the queue")
+            return
         rec.mechanism = (f"nginx on {rec.target}: limit_rate {self.rate} added to {conf.name}, reloaded (SIGHUP); "
                          "SUBSTITUTE for NIKA's slow-sender script (1 KiB every 0.1 s): the same ~10 KB/s per response")
 
     def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         text = run_probe(ctx, "read_file", dev=rec.target, path=rec.params["conf"]).record.text
-        if f"limit_rate {rec.params['limit_rate']};" not in text:
-            return f"{rec.params['conf']} has no limit_rate {rec.params['limit_rate']}"
+        wanted = rec.params.get("marker") or f"limit_rate {rec.params['limit_rate']};"
+        if wanted not in text:
+            return f"{rec.params['conf']} has no {wanted}"
         return None
 
     def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
@@ -192,6 +223,8 @@ class SenderApplicationDelay(WebFault):
         http = run_probe(ctx, "http_get", src=client, url=url, timeout_s=4).record
         if http.status == "ok":
             return f"{client} fetched {url} in {http.time_total_s}s"
+        if rec.params.get("marker"):  # queued: not even the headers within the timeout
+            return None if http.status == "timeout" else f"{client} -> {url}: {http.status}, not a slow answer"
         if http.status != "timeout" or http.http_code != 200:
             return f"{client} -> {url}: {http.status} {http.http_code} ({http.error}): not a slow 200 answer"
         return None  # headers (200) arrived, the 256 KiB body did not finish within 3 s
@@ -202,6 +235,18 @@ class SenderApplicationDelay(WebFault):
             reload_and_wait(state, rec.target)
         else:
             start_recorded(state, rec.target)
+
+
+QUEUE_ZONE = "    limit_req_zone $binary_remote_addr zone=one:1m rate=1r/m;\n"
+QUEUE_LINE = "limit_req zone=one burst=100;"
+
+
+def request_queue(conf: str) -> str:
+    """An nginx.conf with a per-client request queue drained at one request a minute (delayed, not refused)."""
+    head, http, rest = conf.partition("http {\n")
+    body, root, tail = rest.partition("        root ")
+    line_end = tail.index("\n") + 1
+    return head + http + QUEUE_ZONE + body + root + tail[:line_end] + f"        {QUEUE_LINE}\n" + tail[line_end:]
 
 
 # the flood's bounds: nginx here has 1 worker of 1,024 connections; NIKA's ab uses -c 1000 with no cap
