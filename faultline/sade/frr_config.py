@@ -22,6 +22,9 @@ TOPICS: tuple[tuple[str, str, str], ...] = (
     (r"^router bgp", r"^router bgp\b", "bgp_as"),
     (r"^router bgp", r"^neighbor \S+ remote-as\b", "bgp_neighbor_as"),
     (r"^router bgp", r"^neighbor \S+ shutdown\b", "bgp_neighbor_shutdown"),
+    (r"^router bgp", r"^neighbor \S+ (prefix-list|route-map|filter-list|distribute-list) \S+ out\b",
+     "bgp_export_policy"),
+    (r"^router bgp", r"^redistribute \S+", "bgp_redistribute"),
     (r"^router bgp", r"^neighbor \S+", "bgp_neighbor"),
     (r"^router bgp", r"^network \S+", "bgp_network"),
     (r"^router ospf", r"^router ospf\b", "ospf_instance"),
@@ -34,6 +37,8 @@ TOPICS: tuple[tuple[str, str, str], ...] = (
     (r"^interface", r"^ip ospf network\b", "ospf_network_type"),
     (r"^router rip", r"^network \S+", "rip_network"),
     (r"^router rip", r"^passive-interface\b", "rip_passive"),
+    (r"^$", r"^(ip prefix-list|route-map|bgp as-path access-list|access-list)\b", "routing_policy"),
+    (r"^route-map", r".", "routing_policy"),
     (r"^$", r"^ip route \S+ (Null0|blackhole|reject)\b", "static_blackhole"),
     (r"^$", r"^ip route \S+", "static_route"),
 )

@@ -16,7 +16,7 @@ from faultline.network.probes import ProbeOutput
 from faultline.network.records import QdiscStats
 from faultline.sade.scans import routing_config
 from faultline.sade.scans.changes import Change
-from faultline.sade.scans.common import flag, ipv4, same_subnet
+from faultline.sade.scans.common import flag, ipv4, owner_of, same_subnet
 from faultline.sade.session import Session
 
 SCAN_FRR, SCAN_TC = "frr_snapshot", "tc_snapshot"
@@ -36,7 +36,7 @@ def control_scan(session: Session, dev: Device) -> None:
 def parse_config(text: str) -> dict:
     """The parts of an FRR running configuration the fingerprints use."""
     info: dict = {"bgp_as": None, "bgp_networks": [], "ospf": False, "ospf_networks": [], "null0": [],
-                  "interface_areas": []}
+                  "interface_areas": [], "bgp_redistribute": []}
     block = None
     for line in text.splitlines():
         if line.startswith("router bgp"):
@@ -52,6 +52,8 @@ def parse_config(text: str) -> dict:
             info["bgp_networks"].append(m.group(1))
         elif m and block == "ospf":
             info["ospf_networks"].append((m.group(1), m.group(2)))
+        if block == "bgp" and line.strip().startswith("redistribute "):
+            info["bgp_redistribute"].append(line.split()[1])
         if block == "interface" and "ip ospf area" in line:
             info["interface_areas"].append(line.split()[-1])
     info["null0"] = _NULL0.findall(text)
@@ -89,8 +91,11 @@ def _frr(session: Session, dev: Device) -> None:
         flag(session, SCAN_FRR, dev, "bgp_network_removed", f"router bgp {now['bgp_as']} announces no network",
              family="bgp", prefixes=[])
     for prefix in now["null0"]:
-        if prefix in now["bgp_networks"]:
-            flag(session, SCAN_FRR, dev, "bgp_null0_announced", f"ip route {prefix} Null0 + network {prefix}",
+        # announced by a network statement, or by redistributing the static routes it is one of
+        how = (f"network {prefix}" if prefix in now["bgp_networks"] else
+               "redistribute static" if "static" in now["bgp_redistribute"] else None)
+        if how:
+            flag(session, SCAN_FRR, dev, "bgp_null0_announced", f"ip route {prefix} Null0 + {how}",
                  family="bgp", prefix=prefix)
     for prefix in now["bgp_networks"]:
         if _lo_foreign(session, dev, prefix):
@@ -113,7 +118,19 @@ def _lo_foreign(session: Session, dev: Device, prefix: str) -> bool:
     if out is None:
         return False
     lo = next((i for i in out.record.interfaces if i.ifname == "lo"), None)
-    return bool(lo and prefix in lo.addresses and not prefix.endswith("/32"))
+    return bool(lo and prefix in lo.addresses and foreign_on_lo(session, dev, prefix))
+
+
+def foreign_on_lo(session: Session, dev: Device, addr: str) -> bool:
+    """Whether an address on a router's loopback is not the router's own: a whole subnet, or a single address
+    another device of the network owns (its users' traffic for that address then ends here)."""
+    p = ipv4(addr)
+    if p is None or p[0].startswith("127."):
+        return False
+    if p[1] < 32:
+        return p[0] not in {q[0] for a in dev.addresses if (q := ipv4(a))}
+    owner = owner_of(session, p[0])
+    return owner is not None and owner.name != dev.name
 
 
 def _kernel_blackholes(session: Session, dev: Device) -> None:

@@ -67,10 +67,10 @@ def _interfaces(session: Session, dev: Device) -> None:
         _addresses(session, dev, now)
     _carrier_changes(session, dev, now)
     if dev.role in ("router", "switch") and "lo" in now:
-        expected = {ipv4(a)[0] for a in dev.addresses if ipv4(a)}  # type: ignore[index]
+        from faultline.sade.scans.control import foreign_on_lo
+
         for addr in now["lo"].addresses:
-            p = ipv4(addr)
-            if p and p[0] not in expected and p[1] < 32 and not p[0].startswith("127."):
+            if foreign_on_lo(session, dev, addr):
                 flag(session, SCAN, dev, "lo_foreign_prefix", f"lo: inet {addr} (not in the device's addressing)",
                      family="bgp", prefix=addr)
 

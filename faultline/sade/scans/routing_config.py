@@ -33,7 +33,9 @@ _OWN = {"bgp_as", "bgp_network"}
 def config_changes(session: Session, dev: Device) -> None:
     """Every statement of the router's running configuration that changed since the baseline, as findings."""
     rest: list[Change] = []
-    for c in changes(session, "vtysh_show", dev=dev.name, command=RUNNING):
+    found = changes(session, "vtysh_show", dev=dev.name, command=RUNNING)
+    moved = _areas_moved(session, dev, found)
+    for c in found:
         topic, section, stmt = c.attrs["topic"], c.attrs["section"], c.attrs["statement"]
         ifname = section.split()[1] if section.startswith("interface ") else stmt.split()[-1]
         if topic in _OWN:
@@ -44,6 +46,16 @@ def config_changes(session: Session, dev: Device) -> None:
         elif topic == "ospf_passive" and c.change == "added" and (peer := link_peer(session, dev, ifname)):
             flag(session, SCAN, dev, "ospf_passive_link", f"{c.evidence()} (faces {peer.name})", family="ospf",
                  vs_baseline=True, ifname=ifname, peer=peer.name)
+        elif topic == "bgp_export_policy" and c.after is not None:
+            # an outbound filter on a session: what it lets out is decided by a list the baseline did not apply
+            flag(session, SCAN, dev, "bgp_export_filtered", c.evidence(), family="bgp", vs_baseline=True,
+                 peer_ip=stmt.split()[1])
+        elif topic == "ospf_network" and c.change == "removed" and stmt in moved:
+            if moved[stmt] is not None:
+                flag(session, SCAN, dev, "ospf_area_changed", moved[stmt], family="ospf", vs_baseline=True,
+                     areas=[moved[stmt].split()[-1]])
+        elif topic == "ospf_area" and c.change == "added" and any(a is not None for a in moved.values()):
+            continue  # read with the network statement it replaced
         elif topic == "ospf_network" and c.change == "removed":
             flag(session, SCAN, dev, "ospf_network_removed", c.evidence(), family="ospf", vs_baseline=True,
                  prefix=stmt.split()[1])
@@ -56,6 +68,26 @@ def config_changes(session: Session, dev: Device) -> None:
         else:
             rest.append(c)
     flag_changes(session, dev, rest)
+
+
+def _areas_moved(session: Session, dev: Device, found: list[Change]) -> dict[str, str | None]:
+    """Network statements removed whose subnet an interface now puts in OSPF itself (`ip ospf area` added): the
+    same subnet in the same area is a rewrite (None: nothing to say), in another area a moved area (the
+    evidence). Keyed by the removed statement."""
+    added = {c.attrs["section"].split()[1]: c.attrs["statement"].split()[-1] for c in found
+             if c.attrs["topic"] == "ospf_area" and c.change == "added" and c.attrs["section"].startswith("interface ")}
+    out: dict[str, str | None] = {}
+    for c in found:
+        if c.attrs["topic"] != "ospf_network" or c.change != "removed":
+            continue
+        words = c.attrs["statement"].split()  # network PREFIX area AREA
+        prefix, area = words[1], words[-1]
+        for ifname, new_area in added.items():
+            iface = _interface(session, dev, ifname)
+            if iface and any(same_subnet(prefix, a) or same_subnet(a, prefix) for a in iface.addresses):
+                out[c.attrs["statement"]] = None if new_area == area else (
+                    f"network {prefix} area {area} -> interface {ifname}: ip ospf area {new_area}")
+    return out
 
 
 def _interface(session: Session, dev: Device, ifname: str):

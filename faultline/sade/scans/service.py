@@ -197,12 +197,23 @@ def _dhcp_config(session: Session, dev: Device) -> None:
                  f"({host.addresses[0]})", family="dhcp", host=host.name)
 
 
+_SLOWING = re.compile(r"^\s*(?:limit_rate|limit_req|limit_conn)\b[^;]*;", re.MULTILINE)
+
+
 def _web_config(session: Session, dev: Device) -> None:
     if dev.role not in ("web", "lb"):
         return
     path, text = _read(session, dev, "/nginx.conf")
-    if text and (m := re.search(r"^\s*limit_rate\s+\S+;", text, re.MULTILINE)):
-        flag(session, SCAN_S, dev, "web_rate_limited", f"{path}: {m.group(0).strip()}", family="resource")
+    if not text or path is None:
+        return
+    base = session.baseline("read_file", dev=dev.name, path=path)
+    before = set(_SLOWING.findall(base.record.text or "")) if base is not None else set()
+    # a server that paces its answers (limit_rate), holds requests in a queue (limit_req) or caps its connections
+    # (limit_conn): with a baseline, only a directive it did not have then
+    for m in _SLOWING.finditer(text):
+        if m.group(0) not in before:
+            flag(session, SCAN_S, dev, "web_rate_limited", f"{path}: {m.group(0).strip()}", family="resource",
+                 vs_baseline=base is not None)
 
 
 CHECKS = [_processes, _dns_records, _dhcp_config, _web_config, _access_log, _cpu_throttled]
