@@ -1,17 +1,22 @@
 """End-host faults (NIKA v1 `host_*`): eth0's address or default route changed by hand, or the host crashed.
 
 The addressing faults record eth0's addresses and gateway routes first and recovery puts exactly those back;
-`host_crash` (partial: no container to kill) kills the namespace's processes and sets its interfaces down.
-Values and recipes: docs/lab.md#host-faults.
+each has a second mechanism, another way the same wrong addressing comes about (a lease left to expire, a typo
+in the subnet, routes that override the default, a mask too narrow for the gateway). `host_crash` (partial: no
+container to kill) kills the namespace's processes, or freezes them (a hung machine), and sets its interfaces
+down. Values and recipes: docs/lab.md#host-faults.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import random
+import signal
+from typing import ClassVar
 
 from faultline.lab import mgmt, teardown
-from faultline.lab.faults.base import Fault, FaultError, FaultRecord, sh
+from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, poll, sh
 from faultline.lab.faults.interfaces import IFNAME, interface_state, set_addressing, snapshot, veth_peer
 from faultline.lab.service_ops import service_process, service_running, start_recorded
 from faultline.lab.state import LabState
@@ -53,9 +58,19 @@ class HostAddressing(Fault):
         before = snapshot(ns)
         addresses, routes, what = self.wanted(state, topo, rec, address, gateway, rng)
         rec.params.update({"before": before, "addresses": addresses, "routes": routes})
-        set_addressing(ns, addresses, routes)
+        self.set_faulty(ns, rec, address)
         rec.resource_id = f"interface/{rec.target}/{IFNAME}"
         rec.mechanism = f"{rec.target} {IFNAME}: {what}"
+
+    def set_faulty(self, namespace: str, rec: FaultRecord, address: str) -> None:
+        """Give eth0 the faulty addressing `wanted` chose (default: exactly those addresses and routes)."""
+        if rec.params.get("onlink"):  # a gateway outside eth0's subnet, reached only because it is declared on-link
+            set_addressing(namespace, rec.params["addresses"], [])
+            for dst, gateway in rec.params["routes"]:
+                sh(in_ns(namespace, "ip", "route", "replace", dst, "via", gateway, "dev", IFNAME, "onlink"),
+                   "on-link route")
+            return
+        set_addressing(namespace, rec.params["addresses"], rec.params["routes"])
 
     def wanted(self, state: LabState, topo: Topology, rec: FaultRecord, address: str, gateway: str,
                rng: random.Random) -> tuple[list[str], list[list[str]], str]:
@@ -73,41 +88,106 @@ class HostAddressing(Fault):
         have_gw = default_gateways(ctx, rec.target)
         if sorted(have_gw) != sorted(wanted_gw):
             return f"{rec.target} default via {have_gw or 'nothing'}, the fault set {wanted_gw or 'none'}"
+        other = [(dst, gw) for dst, gw in rec.params["routes"] if dst != "default"]
+        if other:
+            have = {(r.dst, r.gateway) for r in run_probe(ctx, "ip_route", dev=rec.target).record.routes}
+            missing = [f"{dst} via {gw}" for dst, gw in other if (dst, gw) not in have]
+            if missing:
+                return f"{rec.target} has no route {', '.join(missing)}"
         return None
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
-        before = rec.params["before"]
-        set_addressing(state.device(rec.target).namespace, before["addresses"], before["routes"])
+        ns, before = state.device(rec.target).namespace, rec.params["before"]
+        for dst, _ in rec.params.get("routes", []):  # routes beside the default ones set_addressing flushes
+            if dst != "default":
+                sh(in_ns(ns, "ip", "route", "del", dst), "route delete", check=False)
+        set_addressing(ns, before["addresses"], before["routes"])
 
 
 class HostMissingIp(HostAddressing):
     """`host_missing_ip`: eth0's address deleted."""
 
     label = "host_missing_ip"
+    lease_s: ClassVar[int] = 2
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "ip addr del: eth0's address deleted (the default route goes with it)",
+        "lease_expired": "eth0's address given a short valid lifetime, as a DHCP lease that is never renewed: the "
+                         "kernel removes it when it expires (and the default route with it)",
+    }
 
     def wanted(self, state, topo, rec, address, gateway, rng):
+        if rec.mechanism_id == "lease_expired":
+            return [], [], (f"ip addr replace {address} valid_lft {self.lease_s} preferred_lft {self.lease_s}: the "
+                            "address expired and the kernel removed it (default route removed with it)")
         return [], [], f"ip addr del {address} (default route removed with it)"
+
+    def set_faulty(self, namespace: str, rec: FaultRecord, address: str) -> None:
+        if rec.mechanism_id != "lease_expired":
+            super().set_faulty(namespace, rec, address)
+            return
+        life = str(self.lease_s)
+        sh(in_ns(namespace, "ip", "addr", "replace", address, "dev", IFNAME, "valid_lft", life, "preferred_lft", life),
+           "address lifetime")
+
+        def expired() -> str | None:
+            shown = sh(in_ns(namespace, "ip", "-4", "-o", "addr", "show", "dev", IFNAME), "addr list").stdout
+            return None if not shown.strip() else f"{IFNAME} still has {shown.split()[3]}"
+
+        problem = poll(expired, self.lease_s + 5.0)
+        if problem:
+            raise FaultError(f"the address did not expire: {problem}")
 
 
 class HostIncorrectIp(HostAddressing):
     """`host_incorrect_ip`: 10.2.1.x/24 with default via 10.2.1.1."""
 
     label = "host_incorrect_ip"
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "address replaced by 10.2.1.x/24 with default via 10.2.1.1 (NIKA v1's values)",
+        "subnet_typo": "the address typed with a wrong third octet (a subnet no LAN uses), the gateway kept and "
+                       "declared on-link: the host sends to the right router from an address nobody routes back to",
+    }
 
     def wanted(self, state, topo, rec, address, gateway, rng):
+        if rec.mechanism_id == "subnet_typo":
+            wrong = typo_address(topo, address, rng)
+            rec.params["onlink"] = True
+            return ([wrong], [["default", gateway]],
+                    f"address {address} replaced by {wrong}; ip route replace default via {gateway} onlink")
         wrong = f"10.2.1.{rng.randint(2, 254)}/24"
         return [wrong], [["default", "10.2.1.1"]], f"address {address} replaced by {wrong}, default via 10.2.1.1"
+
+
+def typo_address(topo: Topology, address: str, rng: random.Random) -> str:
+    """`address` with its third octet changed (seeded) to one whose /24 no address of `topo` falls in."""
+    iface = ipaddress.ip_interface(address)
+    octets = str(iface.ip).split(".")
+    used = [ipaddress.ip_interface(a).network for n in topo.nodes.values() for a in n.addresses]
+    free = [k for k in range(1, 255) if str(k) != octets[2] and not any(
+        ipaddress.ip_network(f"{octets[0]}.{octets[1]}.{k}.0/24").overlaps(net) for net in used)]
+    if not free:
+        raise FaultError(f"no unused /24 next to {address} for a mistyped address")
+    return f"{octets[0]}.{octets[1]}.{rng.choice(free)}.{octets[3]}/{iface.network.prefixlen}"
 
 
 class HostIncorrectGateway(HostAddressing):
     """`host_incorrect_gateway`: default via the gateway's subnet address ending in .254."""
 
     label = "host_incorrect_gateway"
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "default route via the gateway's subnet address ending in .254",
+        "split_default": "the default route kept, and 0.0.0.0/1 and 128.0.0.0/1 added via the .254 address (as a "
+                         "VPN client leaves them): the more specific routes win, so every packet off the LAN goes "
+                         "to the wrong gateway",
+    }
 
     def wanted(self, state, topo, rec, address, gateway, rng):
         wrong = ".".join(gateway.split(".")[:3] + ["254"])
         if wrong == gateway:
             raise FaultError(f"{rec.target}'s gateway already ends in .254")
+        if rec.mechanism_id == "split_default":
+            return ([address], [["default", gateway], ["0.0.0.0/1", wrong], ["128.0.0.0/1", wrong]],
+                    f"default via {gateway} kept; ip route add 0.0.0.0/1 via {wrong} and 128.0.0.0/1 via {wrong}")
         return [address], [["default", wrong]], f"default route via {wrong} instead of {gateway}"
 
 
@@ -115,10 +195,31 @@ class HostIncorrectNetmask(HostAddressing):
     """`host_incorrect_netmask`: the same address with /8."""
 
     label = "host_incorrect_netmask"
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "the same address with /8 (too wide: the rest of 10/8 looks on-link), default via the gateway",
+        "narrow": "the same address with the widest mask (/25 to /32) that leaves the gateway outside the subnet: "
+                  "the kernel refuses the default route via an unreachable gateway, so the host has none",
+    }
 
     def wanted(self, state, topo, rec, address, gateway, rng):
+        if rec.mechanism_id == "narrow":
+            wrong = narrow_address(address, gateway)
+            return [wrong], [], (f"address {address} re-added as {wrong}; default via {gateway} refused "
+                                 "(gateway outside the subnet)")
         wrong = f"{address.split('/')[0]}/8"
         return [wrong], [["default", gateway]], f"address {address} re-added as {wrong}, default via {gateway}"
+
+
+def narrow_address(address: str, gateway: str) -> str:
+    """`address` with the shortest prefix longer than its own whose subnet holds it as a host address but not
+    `gateway`."""
+    ip, gw = ipaddress.ip_interface(address).ip, ipaddress.ip_address(gateway)
+    for prefix in range(ipaddress.ip_interface(address).network.prefixlen + 1, 33):
+        net = ipaddress.ip_network(f"{ip}/{prefix}", strict=False)
+        usable = prefix >= 31 or ip not in (net.network_address, net.broadcast_address)
+        if gw not in net and usable:
+            return f"{ip}/{prefix}"
+    raise FaultError(f"no mask narrower than {address} leaves out {gateway}")
 
 
 class HostIpConflict(HostAddressing):
@@ -153,6 +254,11 @@ class HostCrash(Fault):
 
     label = "host_crash"
     roles = ("host",)
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "every process of the host killed, its own interfaces set down (the far ends lose carrier)",
+        "hung": "every process of the host stopped (SIGSTOP: a hung machine, nothing runs, nothing answers), its "
+                "own interfaces set down (the far ends lose carrier); recovery lets the processes run again",
+    }
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         ns = state.device(rec.target).namespace
@@ -164,15 +270,21 @@ class HostCrash(Fault):
         before = snapshot(ns)
         pids = teardown.namespace_pids(ns)
         killed = [f"{teardown.comm(pid)}[{pid}]" for pid in pids]
-        teardown.kill_pids(pids)
+        hung = rec.mechanism_id == "hung"
+        if hung:
+            signal_all(pids, signal.SIGSTOP)
+        else:
+            teardown.kill_pids(pids)
         # a dead machine's NIC stops signalling: its own end goes down, the switch or router port stays
         # administratively up and loses carrier (setting that port down would be `link_down` on it)
         for name in names:
             sh(["ip", "-n", ns, "link", "set", name, "down"], "own link down")
         mgmt.crash_node(state, rec.target)
-        rec.params = {"peers": [[by_ns[p], p, i, own] for p, i, own in peers], "killed": killed, "own": names,
-                      "before": before}
-        rec.mechanism = (f"{rec.target} crashed: killed {', '.join(killed) or 'no processes'}; its "
+        rec.params = {"peers": [[by_ns[p], p, i, own] for p, i, own in peers], "killed": [] if hung else killed,
+                      "stopped": pids if hung else [], "own": names, "before": before}
+        done = f"hung: stopped (SIGSTOP) {', '.join(killed) or 'no processes'}" if hung else \
+            f"crashed: killed {', '.join(killed) or 'no processes'}"
+        rec.mechanism = (f"{rec.target} {done}; its "
                          f"{', '.join(names)} went dark (set down inside the host), so "
                          f"{', '.join(f'{d}:{i}' for d, _, i, _ in rec.params['peers'])} stay up without carrier "
                          "(substitute for docker kill: no container)")
@@ -193,6 +305,7 @@ class HostCrash(Fault):
         return None
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        signal_all([pid for pid in rec.params.get("stopped", []) if teardown.alive(pid)], signal.SIGCONT)
         if "own" in rec.params:
             ns = state.device(rec.target).namespace
             for name in rec.params["own"]:
@@ -207,3 +320,12 @@ class HostCrash(Fault):
         if service_process(state, rec.target) is not None and not service_running(state, rec.target):
             start_recorded(state, rec.target)
         mgmt.reboot_node(state, rec.target)
+
+
+def signal_all(pids: list[int], sig: signal.Signals) -> None:
+    """Send `sig` to each PID; a process already gone is fine."""
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass

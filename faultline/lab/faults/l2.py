@@ -1,15 +1,27 @@
 """Layer-2 faults: a forged ARP entry on a host, two end hosts sharing one MAC on a bridged LAN.
 
-`arp_cache_poisoning` as NIKA v1; `mac_address_conflict` on a shared LAN, since on a veth point-to-point link a
-copied MAC changes nothing. Recipes and recovery: docs/lab.md#layer-2-faults.
+`arp_cache_poisoning` as NIKA v1 (a permanent entry), or as a spoofer leaves it (an ordinary learned entry for
+the gateway, re-poisoned every second by forged replies, here a root-namespace loop); `mac_address_conflict` on a
+shared LAN, since on a veth point-to-point link a copied MAC changes nothing. Recipes and recovery:
+docs/lab.md#layer-2-faults.
 """
 
 from __future__ import annotations
 
 import json
 import random
+from typing import ClassVar
 
-from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, sh
+from faultline.lab.faults.base import (
+    Fault,
+    FaultError,
+    FaultRecord,
+    helper_alive,
+    in_ns,
+    sh,
+    start_helper,
+    stop_helper,
+)
 from faultline.lab.state import LabState
 from faultline.lab.topology import Interface, Lan, Topology
 from faultline.network.probes import ProbeContext, run_probe
@@ -61,6 +73,12 @@ class ArpCachePoisoning(Fault):
 
     label = "arp_cache_poisoning"
     roles = ("host", "client")  # NIKA's H: pcs, hosts and clients
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "ip neigh replace GATEWAY lladdr 00:11:22:33:44:55 nud permanent (v1's arp -s)",
+        "spoofed": "the gateway's entry re-learned as a spoofer's MAC (seeded, locally administered) every second, "
+                   "as forged ARP replies leave it: an ordinary STALE/DELAY entry, never a permanent one",
+    }
+    refresh_s: ClassVar[float] = 1.0
 
     @classmethod
     def targets(cls, topo: Topology) -> list[str]:
@@ -73,13 +91,33 @@ class ArpCachePoisoning(Fault):
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         lan, iface = require_lan(topo, rec.target)
         gateway = lan.gateway.address.split("/")[0]
-        sh(in_ns(state.device(rec.target).namespace, "ip", "neigh", "replace", gateway, "lladdr", FORGED_MAC,
+        ns = state.device(rec.target).namespace
+        if rec.mechanism_id == "spoofed":
+            mac = spoofer_mac(rng)
+            marker = f"neigh-{rec.id}"
+            script = (f'while :; do ip -n "$1" neigh replace "$2" lladdr "$3" nud stale dev "$4"; '
+                      f'sleep {self.refresh_s:g}; done')
+            pid = start_helper(["sh", "-c", script, marker, ns, gateway, mac, iface.name])
+            rec.params = {"gateway": gateway, "ifname": iface.name, "mac": mac, "helper_pid": pid,
+                          "helper_marker": marker}
+            rec.mechanism = (f"{rec.target}'s entry for {gateway} on {iface.name} set to {mac} (nud stale) every "
+                             f"{self.refresh_s:g} s by a root-namespace loop (pid {pid}), as forged ARP replies do")
+            return
+        sh(in_ns(ns, "ip", "neigh", "replace", gateway, "lladdr", FORGED_MAC,
                  "nud", "permanent", "dev", iface.name), "forged neighbour entry")
         rec.params = {"gateway": gateway, "ifname": iface.name}
         rec.mechanism = f"ip neigh replace {gateway} lladdr {FORGED_MAC} nud permanent dev {iface.name} on {rec.target}"
 
     def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         gateway = rec.params["gateway"]
+        if "helper_pid" in rec.params:
+            if not helper_alive(rec.params["helper_pid"], rec.params["helper_marker"]):
+                return f"the spoofing loop (pid {rec.params['helper_pid']}) is not running"
+            entries = [n for n in run_probe(ctx, "ip_neigh", dev=rec.target).record.neighbors
+                       if n.dst == gateway and n.dev == rec.params["ifname"]]
+            if not any(n.lladdr == rec.params["mac"] for n in entries):
+                return f"{rec.target}'s entry for {gateway} is not {rec.params['mac']}: {entries}"
+            return None
         for n in run_probe(ctx, "ip_neigh", dev=rec.target).record.neighbors:
             if n.dst == gateway and n.dev == rec.params["ifname"]:
                 if n.lladdr == FORGED_MAC and "PERMANENT" in n.state:
@@ -89,8 +127,15 @@ class ArpCachePoisoning(Fault):
         return f"{rec.target} has no neighbour entry for {gateway}"
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        if "helper_pid" in rec.params:
+            stop_helper(rec.params["helper_pid"], rec.params["helper_marker"])
         sh(in_ns(state.device(rec.target).namespace, "ip", "neigh", "del", rec.params["gateway"], "dev",
                  rec.params["ifname"]), "neighbour delete", check=False)
+
+
+def spoofer_mac(rng: random.Random) -> str:
+    """A seeded unicast, locally administered MAC (as a virtual machine's NIC has)."""
+    return ":".join(["02", *(f"{rng.randrange(256):02x}" for _ in range(5))])
 
 
 class MacAddressConflict(Fault):

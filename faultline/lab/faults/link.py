@@ -1,15 +1,28 @@
 """Link faults: an interface administratively down (`link_down`), flapping (`link_flap`), or gone (`link_detach`).
 
 The flap toggles the peer's end from the root namespace and the detach parks the interface in a namespace of its
-own, as NIKA v2 does; recipes: docs/lab.md#link-faults.
+own, as NIKA v2 does. Second mechanisms: the link shut at its far end (the switch or router port facing the
+target: the target's interface stays up without carrier) and a flapping NIC on the target's own end, whose
+routes come back each time it does (as a network manager re-adds them). Recipes: docs/lab.md#link-faults.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import shlex
+from typing import ClassVar
 
-from faultline.lab.faults.base import Fault, FaultRecord, helper_alive, in_ns, sh, start_helper, stop_helper
+from faultline.lab.faults.base import (
+    Fault,
+    FaultError,
+    FaultRecord,
+    helper_alive,
+    in_ns,
+    sh,
+    start_helper,
+    stop_helper,
+)
 from faultline.lab.faults.interfaces import interface_state, pick_interface, set_addressing, snapshot, veth_peer
 from faultline.lab.state import LabState
 from faultline.lab.topology import Topology
@@ -21,21 +34,35 @@ class LinkDown(Fault):
 
     label = "link_down"
     roles = ("host", "router")
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "ip link set IF down on the target itself",
+        "far_end": "the port at the other end of the target's link (the switch or router port facing it) set "
+                   "down: the target's interface stays administratively up without carrier",
+    }
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         ifname = pick_interface(topo, rec.target, rng)
         ns = state.device(rec.target).namespace
-        # the kernel flushes routes through a downed interface; keep the static ones to put back
-        routes = json.loads(sh(in_ns(ns, "ip", "-j", "route", "show", "dev", ifname), "route list").stdout or "[]")
-        static = [r for r in routes if r.get("protocol", "boot") in ("boot", "static") and r.get("gateway")]
-        sh(in_ns(ns, "ip", "link", "set", ifname, "down"), "link down")
-        rec.params = {"ifname": ifname, "routes": [[r["dst"], r["gateway"]] for r in static]}
+        if rec.mechanism_id == "far_end":
+            far_ns, far_if = veth_peer(ns, ifname)
+            far_node = next((d.name for d in state.devices() if d.namespace == far_ns), None)
+            if far_node is None:
+                raise FaultError(f"the far end of {rec.target} {ifname} ({far_ns}) is no lab device")
+            rec.params = {"ifname": ifname, "routes": static_routes(ns, ifname), "far_node": far_node,
+                          "far_ifname": far_if, "far_routes": static_routes(far_ns, far_if)}
+            sh(["ip", "-n", far_ns, "link", "set", far_if, "down"], "far end down")
+        else:
+            rec.params = {"ifname": ifname, "routes": static_routes(ns, ifname)}
+            sh(in_ns(ns, "ip", "link", "set", ifname, "down"), "link down")
         peer = next((remote for local, remote in topo.neighbours(rec.target) if local.name == ifname), None)
         if peer is not None:  # a router-to-router link: its routing session is what breaks
             rec.params["peer"] = {"node": peer.node, "ip": peer.address.split("/")[0],
                                   "router_id": (topo.nodes[peer.node].loopback or "").split("/")[0]}
         rec.resource_id = f"interface/{rec.target}/{ifname}"
         rec.mechanism = f"ip link set {ifname} down in {rec.target}"
+        if rec.mechanism_id == "far_end":
+            rec.mechanism = (f"ip link set {rec.params['far_ifname']} down in {rec.params['far_node']}, the far end of "
+                             f"{rec.target} {ifname} (which stays up without carrier)")
 
     def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         """On a redundant fabric link traffic reroutes at once, so the symptom is the lost adjacency."""
@@ -58,15 +85,40 @@ class LinkDown(Fault):
         if found is None:
             return f"{rec.target} has no interface {rec.params['ifname']}"
         operstate, flags = found
-        if "UP" in flags:
-            return f"{rec.target} {rec.params['ifname']} is administratively up (operstate {operstate})"
+        if "far_node" not in rec.params:
+            if "UP" in flags:
+                return f"{rec.target} {rec.params['ifname']} is administratively up (operstate {operstate})"
+            return None
+        if "LOWER_UP" in flags:
+            return f"{rec.target} {rec.params['ifname']} still has carrier ({', '.join(flags)})"
+        far = interface_state(ctx, rec.params["far_node"], rec.params["far_ifname"])
+        if far is None or "UP" in far[1]:
+            return f"{rec.params['far_node']} {rec.params['far_ifname']} is {'missing' if far is None else 'up'}"
         return None
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
         ns, ifname = state.device(rec.target).namespace, rec.params["ifname"]
-        sh(in_ns(ns, "ip", "link", "set", ifname, "up"), "link up")
-        for dst, gateway in rec.params.get("routes", []):
-            sh(in_ns(ns, "ip", "route", "replace", dst, "via", gateway, "dev", ifname), "route restore")
+        if "far_node" in rec.params:
+            far_ns = state.device(rec.params["far_node"]).namespace
+            sh(["ip", "-n", far_ns, "link", "set", rec.params["far_ifname"], "up"], "far end up")
+            restore_routes(far_ns, rec.params["far_ifname"], rec.params["far_routes"])
+        else:
+            sh(in_ns(ns, "ip", "link", "set", ifname, "up"), "link up")
+        restore_routes(ns, ifname, rec.params.get("routes", []))
+
+
+def static_routes(namespace: str, ifname: str) -> list[list[str]]:
+    """[dst, gateway] of the static routes through `ifname` (the kernel flushes them when the interface goes down;
+    routing daemons put their own back)."""
+    routes = json.loads(sh(in_ns(namespace, "ip", "-j", "route", "show", "dev", ifname), "route list").stdout or "[]")
+    return [[r["dst"], r["gateway"]] for r in routes
+            if r.get("protocol", "boot") in ("boot", "static") and r.get("gateway")]
+
+
+def restore_routes(namespace: str, ifname: str, routes: list[list[str]]) -> None:
+    """Put `static_routes` back (replace: a route still there is fine)."""
+    for dst, gateway in routes:
+        sh(in_ns(namespace, "ip", "route", "replace", dst, "via", gateway, "dev", ifname), "route restore")
 
 
 def lan_gateway(topo: Topology, host: str) -> str | None:
@@ -82,9 +134,17 @@ class LinkFlap(Fault):
     roles = ("host",)
     period_s = 1
     late_ms = 200.0  # a lab ping normally takes well under 1 ms
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "the peer's veth end (the port facing the host) set down 1 s, up 1 s by a root-namespace loop",
+        "own_end": "the host's own interface reset down 1 s, up 1 s (a NIC losing its link over and over), its "
+                   "routes re-added each time it comes up, from a root-namespace loop",
+    }
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         ifname = pick_interface(topo, rec.target, rng)
+        if rec.mechanism_id == "own_end":
+            self.apply_own_end(state, topo, rec, ifname)
+            return
         peer_ns, peer_if = veth_peer(state.device(rec.target).namespace, ifname)
         marker = f"fl-flap-{rec.id}"
         script = (f'while :; do ip -n "$1" link set "$2" down; sleep {self.period_s}; '
@@ -95,6 +155,23 @@ class LinkFlap(Fault):
         rec.resource_id = f"interface/{rec.target}/{ifname}"
         rec.mechanism = (f"root-namespace toggler (pid {pid}) sets {peer_ns} {peer_if} (peer of {rec.target} {ifname}) "
                          f"down {self.period_s} s / up {self.period_s} s")
+
+    def apply_own_end(self, state: LabState, topo: Topology, rec: FaultRecord, ifname: str) -> None:
+        """Mechanism `own_end`: the toggler flips the host's own interface and puts its static routes back."""
+        ns = state.device(rec.target).namespace
+        routes = static_routes(ns, ifname)
+        marker = f"ifmon-{rec.id}"
+        readd = "".join(f"ip -n \"$1\" route replace {shlex.quote(dst)} via {shlex.quote(gw)} dev \"$2\" 2>/dev/null; "
+                        for dst, gw in routes)
+        script = (f'while :; do ip -n "$1" link set "$2" down; sleep {self.period_s}; '
+                  f'ip -n "$1" link set "$2" up; {readd}sleep {self.period_s}; done')
+        pid = start_helper(["sh", "-c", script, marker, ns, ifname])
+        rec.params = {"ifname": ifname, "own_ns": ns, "routes": routes, "gateway": lan_gateway(topo, rec.target),
+                      "helper_pid": pid, "helper_marker": marker}
+        rec.resource_id = f"interface/{rec.target}/{ifname}"
+        rec.mechanism = (f"root-namespace toggler (pid {pid}) sets {rec.target} {ifname} down {self.period_s} s / up "
+                         f"{self.period_s} s, re-adding its routes ({', '.join(d for d, _ in routes) or 'none'}) "
+                         "each time")
 
     def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         if not helper_alive(rec.params["helper_pid"], rec.params["helper_marker"]):
@@ -108,12 +185,16 @@ class LinkFlap(Fault):
         if not gateway:
             return f"{rec.target} has no gateway to ping"
         res = run_probe(ctx, "ping", src=rec.target, dst_ip=gateway, count=10).record
-        if res.loss_pct > 0 or (res.rtt_max_ms or 0) > self.late_ms:
+        if res.loss_pct > 0 or (res.rtt_max_ms or 0) > self.late_ms or res.status != "ok":
             return None
         return f"10 pings {rec.target} -> {gateway}: no loss, max rtt {res.rtt_max_ms} ms"
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
         stop_helper(rec.params["helper_pid"], rec.params["helper_marker"])
+        if "own_ns" in rec.params:
+            sh(["ip", "-n", rec.params["own_ns"], "link", "set", rec.params["ifname"], "up"], "link up")
+            restore_routes(rec.params["own_ns"], rec.params["ifname"], rec.params["routes"])
+            return
         sh(["ip", "-n", rec.params["peer_ns"], "link", "set", rec.params["peer_ifname"], "up"], "peer link up")
 
 
