@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import random
 import time
+from pathlib import Path
 
 import pytest
 
@@ -20,10 +21,11 @@ from faultline.lab.faults.host import narrow_address, typo_address
 from faultline.lab.faults.incast import shaper_steps as incast_steps
 from faultline.lab.faults.l2 import spoofer_mac
 from faultline.lab.faults.shaping import shaper_steps
+from faultline.lab.readiness import routing_problems
 from faultline.lab.scenarios import build_topology
 from faultline.lab.state import MGMT_INTERFACE
 from faultline.network.probes import run_probe
-from tests.labfixtures import lab_dir, module_lab, offline_state
+from tests.labfixtures import lab_dir, lab_holder, offline_state
 
 LAB_DIR = lab_dir("faults-mech")
 
@@ -59,8 +61,8 @@ CASES = [
 def test_every_new_mechanism_is_listed_and_drawn():
     missing = [label for label in LABELS if len(faults.fault_class(label).mechanisms) < 2]
     # the ones without a second mechanism yet are named in the report, not hidden here
-    assert set(missing) <= {"link_detach", "host_ip_conflict", "mac_address_conflict"}, missing
-    for label, _, mechanism in CASES:
+    assert not missing, missing
+    for label, _, mechanism in CASES + SERVICE_CASES:
         assert mechanism in faults.fault_class(label).mechanisms
         assert list(faults.fault_class(label).mechanisms)[0] == "standard"
         drawn = {faults.choose_mechanism(label, seed) for seed in range(30)}
@@ -111,10 +113,19 @@ def test_a_spoofer_mac_is_unicast_and_locally_administered():
     assert len(macs) == 10 and all(int(m[:2], 16) & 0b11 == 0b10 for m in macs)
 
 
-# --- a real lab -------------------------------------------------------------------------------------
+# --- real labs ------------------------------------------------------------------------------------
 
 
-lab = module_lab("simple_bgp", LAB_DIR, timeout=30)
+labs = lab_holder(LAB_DIR, timeout=90)  # one lab at a time: simple_bgp, then ospf_enterprise_static
+
+# (label, target, mechanism) on ospf_enterprise_static: the web servers share a bridged LAN, the hosts sit on
+# access LANs
+SERVICE_CASES = [
+    ("mac_address_conflict", "web_server_3", "macvlan"),
+    ("link_detach", "host_1_1_1_1", "renamed"),
+    ("host_ip_conflict", "host_1_1_1_1", "copied_address"),
+    ("incast_traffic_network_limitation", None, "htb"),
+]
 
 
 def _device_view(ctx, device: str) -> dict:
@@ -125,35 +136,65 @@ def _device_view(ctx, device: str) -> dict:
         "qdiscs": sorted((q.dev, q.kind) for q in run_probe(ctx, "tc_qdisc", dev=device).record.qdiscs),
         "addresses": sorted((i.ifname, tuple(i.addresses)) for i in interfaces),
         "routes": sorted((r.dst, r.gateway or "") for r in run_probe(ctx, "ip_route", dev=device).record.routes),
-        "links": sorted((i.ifname, "UP" in i.flags) for i in run_probe(ctx, "ip_link", dev=device).record.interfaces),
+        "links": sorted((i.ifname, i.mac, "UP" in i.flags)
+                        for i in run_probe(ctx, "ip_link", dev=device).record.interfaces),
     }
 
 
+def _cycle(state, ctx, label: str, target: str | None, mechanism: str) -> tuple:
+    """Inject `label` by `mechanism`, verify, recover; every host pair and routing session works again.
+    Returns (record, seconds to inject and verify, seconds to recover)."""
+    t0 = time.monotonic()
+    rec = faults.inject(state, label, target, seed=3, mechanism=mechanism)
+    assert rec.mechanism_id == mechanism and rec.ground_truth()["mechanism_id"] == mechanism
+    truth = rec.ground_truth()["v1"]
+    assert truth["root_cause_name"] == label and rec.target in truth["faulty_devices"]
+    assert "fl_" not in rec.mechanism and "faultline" not in rec.mechanism, rec.mechanism
+    assert [r.id for r in faults.verify(state, ctx)] == [rec.id], label
+    verified_s = time.monotonic() - t0
+    result = faults.recover(state)
+    assert result["recovered"] == [rec.id] and state.faults == []
+    with pytest.raises(FaultNotVerified, match="artifact missing"):
+        faults.registry.rebuild(rec).verify(ctx)
+    matrix = run_probe(ctx, "reachability", count=2).record
+    assert matrix.summary == {"ok": len(matrix.rows)}, (label, mechanism, [r for r in matrix.rows if r.status != "ok"])
+    what, problems = routing_problems(build_topology(state.scenario, state.size), Path(state.run_dir))
+    assert not problems, (label, mechanism, what, problems)
+    return rec, verified_s, result["healthy_s"]
+
+
+def _views(ctx, devices) -> dict:
+    return {d: _device_view(ctx, d) for d in devices}
+
+
 @pytest.mark.lab
-def test_each_new_mechanism_injects_verifies_and_recovers(lab):
-    state, ctx = lab
+def test_each_new_mechanism_injects_verifies_and_recovers(labs):
+    state, ctx = labs.get("simple_bgp")
     devices = ("pc1", "pc2", "router1", "router2")
     timings = []
     for label, target, mechanism in CASES:
-        before = {d: _device_view(ctx, d) for d in devices}
-        t0 = time.monotonic()
-        rec = faults.inject(state, label, target, mechanism=mechanism)
-        assert rec.mechanism_id == mechanism and rec.ground_truth()["mechanism_id"] == mechanism
-        assert rec.ground_truth()["v1"] == {"is_anomaly": True, "faulty_devices": [target], "root_cause_name": label}
-        assert "fl_" not in rec.mechanism and "faultline" not in rec.mechanism, rec.mechanism
-        assert [r.id for r in faults.verify(state, ctx)] == [rec.id], label
-        verified_s = time.monotonic() - t0
-        result = faults.recover(state)
-        assert result["recovered"] == [rec.id] and state.faults == []
-        with pytest.raises(FaultNotVerified, match="artifact missing"):
-            faults.registry.rebuild(rec).verify(ctx)
-        matrix = run_probe(ctx, "reachability", count=2).record
-        assert matrix.summary == {"ok": len(matrix.rows)}, (label, mechanism, matrix.rows)
-        for router in ("router1", "router2"):
-            peers = run_probe(ctx, "vtysh_show", dev=router, command="show bgp ipv4 unicast summary json").record
-            assert all(p.state == "Established" for p in peers.bgp_peers), (label, mechanism, router, peers)
-        after = {d: _device_view(ctx, d) for d in devices}
-        assert after == before, (label, mechanism)
-        timings.append((label, mechanism, round(verified_s, 1), result["healthy_s"]))
-        assert verified_s < 20 and result["healthy_s"] < 20, timings[-1]
+        before = _views(ctx, devices)
+        rec, verified_s, healthy_s = _cycle(state, ctx, label, target, mechanism)
+        assert rec.ground_truth()["v1"]["faulty_devices"] == [target]
+        assert _views(ctx, devices) == before, (label, mechanism)
+        timings.append((label, mechanism, round(verified_s, 1), healthy_s))
+        assert verified_s < 20 and healthy_s < 20, timings[-1]
+    print("\n" + "\n".join(f"{label} by {m}: inject+verify {v}s, recover {h}s" for label, m, v, h in timings))
+
+
+@pytest.mark.lab
+def test_new_mechanisms_on_shared_lans_and_web_servers(labs):
+    state, ctx = labs.get("ospf_enterprise_static")
+    topo = build_topology(state.scenario, state.size)
+    timings = []
+    for label, target, mechanism in SERVICE_CASES:
+        planned = target or faults.choose_target(state, label, 3)
+        lan = next((lan for lan in topo.lans if any(h.node == planned for h in lan.hosts)), None)
+        members = (lan.router, *(h.node for h in lan.hosts)) if lan else ()
+        watched = tuple(dict.fromkeys((planned, *members)))
+        before = _views(ctx, watched)
+        _, verified_s, healthy_s = _cycle(state, ctx, label, target, mechanism)
+        assert _views(ctx, watched) == before, (label, mechanism)
+        timings.append((label, mechanism, round(verified_s, 1), healthy_s))
+        assert verified_s < 30 and healthy_s < 30, timings[-1]
     print("\n" + "\n".join(f"{label} by {m}: inject+verify {v}s, recover {h}s" for label, m, v, h in timings))

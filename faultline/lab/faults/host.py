@@ -226,6 +226,11 @@ class HostIpConflict(HostAddressing):
     """`host_ip_conflict`: the target (host B) takes another host A's address and gateway."""
 
     label = "host_ip_conflict"
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "the target takes host A's address and A's gateway (NIKA v1)",
+        "copied_address": "only host A's address copied into the target's configuration, the target's own gateway "
+                          "kept (declared on-link when A sits on another subnet)",
+    }
 
     def wanted(self, state, topo, rec, address, gateway, rng):
         others = sorted(d.name for d in state.devices() if d.role == "host" and d.name != rec.target
@@ -238,6 +243,11 @@ class HostIpConflict(HostAddressing):
             raise FaultError(f"{victim} and {rec.target} already share an address")
         rec.params["victim"] = victim
         rec.faulty_devices = sorted([rec.target, victim])
+        if rec.mechanism_id == "copied_address":
+            rec.params["onlink"] = ipaddress.ip_address(gateway) not in ipaddress.ip_interface(victim_addr).network
+            return ([victim_addr], [["default", gateway]],
+                    f"address {address} replaced by {victim}'s {victim_addr}, default via its own {gateway}"
+                    f"{' onlink' if rec.params['onlink'] else ''}")
         return ([victim_addr], [["default", victim_gw]],
                 f"address {address} replaced by {victim}'s {victim_addr}, default via {victim_gw}")
 

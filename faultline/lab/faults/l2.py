@@ -143,6 +143,12 @@ class MacAddressConflict(Fault):
 
     label = "mac_address_conflict"
     roles = tuple(sorted(END_HOST_ROLES))
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "ip link set eth0 address <B's MAC> on host A",
+        "macvlan": "host A's address and routes moved onto a macvlan interface on eth0 that carries B's MAC (a "
+                   "virtual NIC with a cloned MAC, as a VM or container host has); eth0 keeps its own MAC",
+    }
+    vif: ClassVar[str] = "macvlan0"
 
     @classmethod
     def targets(cls, topo: Topology) -> list[str]:
@@ -168,13 +174,36 @@ class MacAddressConflict(Fault):
                       "addresses": [i.address.split("/")[0] for i in (iface, victim_if)]}
         rec.faulty_devices = sorted([rec.target, victim])
         rec.resource_id = f"interface/{rec.target}/{iface.name}"
+        if rec.mechanism_id == "macvlan":
+            self.apply_macvlan(ns, rec, iface.name, shared)
+            rec.mechanism = (f"{rec.target}: {self.vif} (macvlan on {iface.name}) with {victim} {victim_if.name}'s "
+                             f"MAC {shared} carries {rec.target}'s addresses and routes, on the bridged LAN "
+                             f"{lan.subnet} behind {lan.router}")
+            return
         sh(in_ns(ns, "ip", "link", "set", "dev", iface.name, "address", shared), "MAC change")
         rec.mechanism = (f"{rec.target} {iface.name} MAC {original} -> {shared} ({victim} {victim_if.name}'s MAC) "
                          f"on the bridged LAN {lan.subnet} behind {lan.router}")
 
+    def apply_macvlan(self, namespace: str, rec: FaultRecord, ifname: str, shared: str) -> None:
+        """Mechanism `macvlan`: the host's addressing moved onto a macvlan with the shared MAC."""
+        shown = json.loads(sh(in_ns(namespace, "ip", "-j", "-4", "addr", "show", "dev", ifname), "addr list").stdout
+                           or "[]")
+        addresses = [f"{a['local']}/{a['prefixlen']}" for link in shown for a in link.get("addr_info", [])]
+        routes = json.loads(sh(in_ns(namespace, "ip", "-j", "route", "show", "dev", ifname), "route list").stdout
+                            or "[]")
+        gateways = [[r["dst"], r["gateway"]] for r in routes if r.get("gateway")]
+        rec.params.update({"mac_ifname": self.vif, "moved_addresses": addresses, "moved_routes": gateways})
+        steps = [("link", "add", "link", ifname, "name", self.vif, "address", shared, "type", "macvlan", "mode",
+                  "bridge"), ("-4", "addr", "flush", "dev", ifname), ("link", "set", self.vif, "up"),
+                 *(("addr", "add", cidr, "dev", self.vif) for cidr in addresses),
+                 *(("route", "replace", dst, "via", gw, "dev", self.vif) for dst, gw in gateways)]
+        for step in steps:
+            sh(in_ns(namespace, "ip", *step), "macvlan")
+
     def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         shared = rec.params["mac"]
-        for device, ifname in ((rec.target, rec.params["ifname"]), (rec.params["victim"], rec.params["victim_ifname"])):
+        own = rec.params.get("mac_ifname", rec.params["ifname"])
+        for device, ifname in ((rec.target, own), (rec.params["victim"], rec.params["victim_ifname"])):
             mac = probed_mac(ctx, device, ifname)
             if mac != shared:
                 return f"{device} {ifname} has MAC {mac}, not the shared {shared}"
@@ -193,6 +222,13 @@ class MacAddressConflict(Fault):
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
         ns = state.device(rec.target).namespace
+        if "mac_ifname" in rec.params:
+            sh(in_ns(ns, "ip", "link", "del", rec.params["mac_ifname"]), "macvlan delete", check=False)
+            ifname = rec.params["ifname"]
+            for cidr in rec.params["moved_addresses"]:
+                sh(in_ns(ns, "ip", "addr", "replace", cidr, "dev", ifname), "address back")
+            for dst, gateway in rec.params["moved_routes"]:
+                sh(in_ns(ns, "ip", "route", "replace", dst, "via", gateway, "dev", ifname), "route back")
         if link_mac(ns, rec.params["ifname"]) != rec.params["original_mac"]:
             sh(in_ns(ns, "ip", "link", "set", "dev", rec.params["ifname"], "address", rec.params["original_mac"]),
                "MAC restore")

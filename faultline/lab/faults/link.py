@@ -203,11 +203,26 @@ class LinkDetach(Fault):
 
     label = "link_detach"
     roles = ("host",)
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "the host's eth0 moved into a parking namespace (NIKA v2)",
+        "renamed": "the host's NIC re-enumerated under another name (as after a driver reload): eth0 is gone and "
+                   "the new, unconfigured interface is down, so nothing of eth0's configuration applies",
+    }
+    new_names: ClassVar[tuple[str, ...]] = ("ens3", "ens4", "enp0s3", "enp1s0")
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         ifname = pick_interface(topo, rec.target, rng)
         ns = state.device(rec.target).namespace
         before = snapshot(ns) if ifname == "eth0" else {"addresses": [], "routes": []}
+        if rec.mechanism_id == "renamed":
+            new = rng.choice(self.new_names)
+            for step in (("link", "set", ifname, "down"), ("-4", "addr", "flush", "dev", ifname),
+                         ("link", "set", ifname, "name", new)):
+                sh(in_ns(ns, "ip", *step), "rename interface")
+            rec.params = {"ifname": ifname, "new_name": new, "before": before}
+            rec.resource_id = f"interface/{rec.target}/{ifname}"
+            rec.mechanism = f"{rec.target} {ifname} set down, unconfigured and renamed {new} (restored on recover)"
+            return
         park = f"{ns.split('-', 1)[0]}-park-{rec.id}"
         state.namespaces.append(park)  # recorded first: `lab down` deletes it whatever happens next
         state.save()
@@ -223,6 +238,13 @@ class LinkDetach(Fault):
         return None
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        if "new_name" in rec.params:
+            ns, ifname, new = state.device(rec.target).namespace, rec.params["ifname"], rec.params["new_name"]
+            if sh(in_ns(ns, "ip", "link", "show", "dev", new), "renamed link", check=False).returncode == 0:
+                sh(in_ns(ns, "ip", "link", "set", new, "name", ifname), "rename back")
+                sh(in_ns(ns, "ip", "link", "set", ifname, "up"), "link up")
+                set_addressing(ns, rec.params["before"]["addresses"], rec.params["before"]["routes"])
+            return
         ns, ifname, park = state.device(rec.target).namespace, rec.params["ifname"], rec.params["park"]
         parked = sh(["ip", "-n", park, "link", "show", "dev", ifname], "parked link", check=False).returncode == 0
         if parked:
