@@ -170,12 +170,15 @@ def _views(ctx, devices) -> dict:
 @pytest.mark.lab
 def test_each_new_mechanism_injects_verifies_and_recovers(labs):
     state, ctx = labs.get("simple_bgp")
-    devices = ("pc1", "pc2", "router1", "router2")
+    near = {"pc1": "router1", "pc2": "router2", "router1": "router2", "router2": "router1"}  # the other end
     timings = []
     for label, target, mechanism in CASES:
+        devices = (target, near[target])
         before = _views(ctx, devices)
         rec, verified_s, healthy_s = _cycle(state, ctx, label, target, mechanism)
         assert rec.ground_truth()["v1"]["faulty_devices"] == [target]
+        if mechanism == "far_end":  # a router or switch port, never an end host's own NIC
+            assert rec.params["far_node"] == near[target], rec.params
         assert _views(ctx, devices) == before, (label, mechanism)
         timings.append((label, mechanism, round(verified_s, 1), healthy_s))
         assert verified_s < 20 and healthy_s < 20, timings[-1]

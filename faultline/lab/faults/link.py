@@ -27,6 +27,7 @@ from faultline.lab.faults.interfaces import interface_state, pick_interface, set
 from faultline.lab.state import LabState
 from faultline.lab.topology import Topology
 from faultline.network.probes import ProbeContext, run_probe
+from faultline.network.reachability import END_HOST_ROLES
 
 
 class LinkDown(Fault):
@@ -44,10 +45,7 @@ class LinkDown(Fault):
         ifname = pick_interface(topo, rec.target, rng)
         ns = state.device(rec.target).namespace
         if rec.mechanism_id == "far_end":
-            far_ns, far_if = veth_peer(ns, ifname)
-            far_node = next((d.name for d in state.devices() if d.namespace == far_ns), None)
-            if far_node is None:
-                raise FaultError(f"the far end of {rec.target} {ifname} ({far_ns}) is no lab device")
+            ifname, far_node, far_ns, far_if = far_port(state, topo, rec.target, ifname, rng)
             rec.params = {"ifname": ifname, "routes": static_routes(ns, ifname), "far_node": far_node,
                           "far_ifname": far_if, "far_routes": static_routes(far_ns, far_if)}
             sh(["ip", "-n", far_ns, "link", "set", far_if, "down"], "far end down")
@@ -105,6 +103,26 @@ class LinkDown(Fault):
         else:
             sh(in_ns(ns, "ip", "link", "set", ifname, "up"), "link up")
         restore_routes(ns, ifname, rec.params.get("routes", []))
+
+
+def far_port(state: LabState, topo: Topology, device: str, ifname: str,
+             rng: random.Random) -> tuple[str, str, str, str]:
+    """(interface, far node, its namespace, its port) of a link of `device` whose far end is a router or switch
+    port: `ifname` when its far end is one, else a seeded choice among the others. The far end of an end host's
+    own NIC is never used: that port down is the host's `link_down`, not this device's."""
+    by_ns = {d.namespace: d for d in state.devices()}
+    ns = state.device(device).namespace
+    names = [ifname] + sorted(i.name for i in topo.nodes[device].interfaces if i.name.startswith("eth")
+                              and i.name != ifname)
+    usable = []
+    for name in names:
+        far_ns, far_if = veth_peer(ns, name)
+        far = by_ns.get(far_ns)
+        if far is not None and far.role not in END_HOST_ROLES:
+            usable.append((name, far.name, far_ns, far_if))
+    if not usable:
+        raise FaultError(f"no link of {device} ends at a router or switch port", fix="use mechanism standard")
+    return usable[0] if usable[0][0] == ifname else rng.choice(usable)
 
 
 def static_routes(namespace: str, ifname: str) -> list[list[str]]:
