@@ -18,6 +18,7 @@ from faultline.lab.faults.base import (
     FaultRecord,
     helper_alive,
     in_ns,
+    poll,
     sh,
     start_helper,
     stop_helper,
@@ -97,6 +98,9 @@ class ArpCachePoisoning(Fault):
             marker = f"neigh-{rec.id}"
             script = (f'while :; do ip -n "$1" neigh replace "$2" lladdr "$3" nud stale dev "$4"; '
                       f'sleep {self.refresh_s:g}; done')
+            # the first forged entry now, so the fault is there when inject returns; the loop keeps it there
+            sh(in_ns(ns, "ip", "neigh", "replace", gateway, "lladdr", mac, "nud", "stale", "dev", iface.name),
+               "forged neighbour entry")
             pid = start_helper(["sh", "-c", script, marker, ns, gateway, mac, iface.name])
             rec.params = {"gateway": gateway, "ifname": iface.name, "mac": mac, "helper_pid": pid,
                           "helper_marker": marker}
@@ -113,11 +117,16 @@ class ArpCachePoisoning(Fault):
         if "helper_pid" in rec.params:
             if not helper_alive(rec.params["helper_pid"], rec.params["helper_marker"]):
                 return f"the spoofing loop (pid {rec.params['helper_pid']}) is not running"
-            entries = [n for n in run_probe(ctx, "ip_neigh", dev=rec.target).record.neighbors
-                       if n.dst == gateway and n.dev == rec.params["ifname"]]
-            if not any(n.lladdr == rec.params["mac"] for n in entries):
+
+            def forged() -> str | None:
+                entries = [n for n in run_probe(ctx, "ip_neigh", dev=rec.target).record.neighbors
+                           if n.dst == gateway and n.dev == rec.params["ifname"]]
+                if any(n.lladdr == rec.params["mac"] for n in entries):
+                    return None
                 return f"{rec.target}'s entry for {gateway} is not {rec.params['mac']}: {entries}"
-            return None
+
+            # the gateway's own ARP traffic can set the real MAC back for a moment until the next forged reply
+            return poll(forged, 3 * self.refresh_s)
         for n in run_probe(ctx, "ip_neigh", dev=rec.target).record.neighbors:
             if n.dst == gateway and n.dev == rec.params["ifname"]:
                 if n.lladdr == FORGED_MAC and "PERMANENT" in n.state:
