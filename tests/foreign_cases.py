@@ -23,6 +23,15 @@ def _name_fails(ctx: Any, case: ForeignCase) -> str | None:
     return None if status != "NOERROR" else "web0.local still resolves"
 
 
+def _answers(ctx: Any, name: str, address: str) -> str | None:
+    """A user's lookup of `name` now answers `address`."""
+    from faultline.network.probes import run_probe
+
+    rec = run_probe(ctx, "dig", src="host_1_1_1_1", name=name).record
+    got = [a.data for a in rec.answers if a.rtype == "A"] if rec.status == "NOERROR" else []
+    return None if address in got else f"{name} answers {got or rec.status}"
+
+
 def _flapped(ctx: Any, device: str, ifname: str, times: int) -> str | None:
     """The link has gone down and up `times` times since it came up (a NOC sees a flap over minutes, not at once)."""
     from faultline.network.probes import run_probe
@@ -47,6 +56,16 @@ CASES: dict[str, ForeignCase] = {c.name: c for c in (
                   # restarted as it ran (in the foreground), with the edited configuration, until recorded
                   Cmd("dns_server", "exec $(cat /tmp/dns-rebound.args)", background=True)),
         symptom=_name_fails),
+    ForeignCase(
+        name="dns-config-record", scenario="ospf_enterprise_static", label="dns_record_error", devices=("dns_server",),
+        what="an address= line for web0.local (a user's address) added to the name server's configuration, not its "
+             "hosts file, and the server restarted",
+        commands=(Cmd(None, "p=$(" + _pids("dns_server", "dnsmasq") + "); tr '\\0' ' ' < /proc/$p/cmdline "
+                            "> /tmp/dns-config-record.args && conf=$(tr ' ' '\\n' < /tmp/dns-config-record.args | "
+                            "sed -n 's/^--conf-file=//p') && echo 'address=/web0.local/10.1.0.10' >> \"$conf\" && "
+                            "kill $p && sleep 1"),
+                  Cmd("dns_server", "exec $(cat /tmp/dns-config-record.args)", background=True)),
+        symptom=lambda ctx, case: _answers(ctx, "web0.local", "10.1.0.10")),
     ForeignCase(
         name="bgp-remote-as", scenario="simple_bgp", label="bgp_asn_misconfig", devices=("router2",),
         what="router2's neighbour statement for router1 changed to remote-as 9 (router1 is AS 1)",

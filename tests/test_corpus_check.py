@@ -60,3 +60,23 @@ def test_every_built_in_suite_plans_without_a_problem():
     for name in suite_names():
         result = check_suite(load_suite(name))
         assert result.ok, (name, result.problems)
+
+
+def test_the_check_shows_each_labels_mechanisms_and_which_the_suite_leaves_out(tmp_path, run_cli, capsys):
+    suite = tmp_path / "mech.yml"
+    suite.write_text("suite: mech\nincidents:\n"
+                     "  - {scenario: simple_bgp, seed: 1, faults: [{label: link_down, target: pc1,"
+                     " mechanism: far_end}]}\n"
+                     "  - {scenario: simple_bgp, seed: 2, faults: [{label: link_down, target: pc2,"
+                     " mechanism: far_end}]}\n"
+                     "  - {scenario: simple_bgp, seed: 3, faults: [{label: icmp_acl_block, mechanism: iptables}]}\n")
+    run_cli("corpus", "check", str(suite), "--json")
+    labels = {m["label"]: m for m in json.loads(capsys.readouterr().out)["labels"]}
+    assert labels == {
+        "link_down": {"label": "link_down", "mechanisms": ["standard", "far_end"], "planned": {"far_end": 2}},
+        "icmp_acl_block": {"label": "icmp_acl_block", "mechanisms": ["standard", "iptables"],
+                           "planned": {"iptables": 1}}}
+    run_cli("corpus", "check", str(suite))
+    table = capsys.readouterr().out
+    row = next(line for line in table.splitlines() if "link_down" in line and "far_end 2" in line)
+    assert "standard 0" in row and row.rstrip(" │|").endswith("standard")  # the standard one is not planned

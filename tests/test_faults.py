@@ -81,7 +81,7 @@ def test_mechanisms_are_listed_drawn_by_seed_and_checked(run_cli, capsys):
     rows = {r["label"]: r for r in json.loads(capsys.readouterr().out)}
     assert list(rows["web_dos_attack"]["mechanisms"]) == ["standard", "distributed"]
     assert list(rows["sender_resource_contention"]["mechanisms"]) == ["standard", "workload"]
-    assert list(rows["link_down"]["mechanisms"]) == ["standard"]
+    assert list(rows["link_down"]["mechanisms"]) == ["standard", "far_end"]
     # without a seed (the CLI's default) the standard one; with a seed a draw of its own, the same every time
     assert faults.choose_mechanism("web_dos_attack") == "standard"
     drawn = [faults.choose_mechanism("web_dos_attack", seed) for seed in range(20)]

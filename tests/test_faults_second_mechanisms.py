@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from faultline.lab import faults, teardown
-from faultline.lab.faults import iptables
 from faultline.lab.faults.base import FaultNotVerified, FaultRecord
 from faultline.lab.faults.dhcp_config import insert_added, remove_added, spoofed_value, typo_range
 from faultline.lab.faults.ospf import interface_areas, interface_block
@@ -52,16 +51,6 @@ def test_each_label_has_a_standard_and_another_mechanism_drawn_by_seed():
         assert drawn == set(names), (label, drawn)
         text = " ".join([*names, *faults.fault_class(label).mechanisms.values()]).lower()
         assert "faultline" not in text and "fl-" not in text and "fl_" not in text, label
-
-
-def test_iptables_rules_are_found_as_iptables_prints_them():
-    shown = ["-A INPUT -p udp -m udp --dport 53 -j REJECT --reject-with icmp-port-unreachable",
-             "-A INPUT ! -i mgmt0 -p ospf -j DROP"]
-    assert iptables.shown_as(["INPUT", "-p", "udp", "-m", "udp", "--dport", "53", "-j", "REJECT"], shown[0])
-    assert iptables.shown_as(["INPUT", "!", "-i", "mgmt0", "-p", "ospf", "-j", "DROP"], shown[1])
-    assert not iptables.shown_as(["INPUT", "-p", "ospf", "-j", "DROP"], shown[0])
-    assert not iptables.shown_as(["OUTPUT", "-p", "udp", "-j", "REJECT"], shown[0])
-    assert not iptables.shown_as(["INPUT", "-p", "tcp", "--dport", "53", "-j", "REJECT"], shown[0])
 
 
 def test_outbound_filter_denies_own_prefixes_and_undoes_exactly():

@@ -91,6 +91,10 @@ def check_command(
             f"{f' by {f.mechanism}' if f.mechanism and f.mechanism != 'standard' else ''}" for f in i.faults))
             for i in result.incidents]
         print_table(["incident", "scenario/size", "seed", "faults"], rows, title=f"suite {result.suite}")
+        print_table(["label", "mechanisms (planned faults)", "not planned"],
+                    [(m.label, ", ".join(f"{name} {m.planned.get(name, 0)}" for name in m.mechanisms),
+                      ", ".join(m.unused) or "-") for m in result.labels],
+                    title="mechanisms per label")
         for p in result.problems:
             typer.echo(f"PROBLEM {p.incident_id} {p.field}: {p.message}" + (f" (fix: {p.fix})" if p.fix else ""))
         typer.echo(f"{len(result.incidents)} incidents, {len(result.problems)} problem(s)")

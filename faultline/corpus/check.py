@@ -46,6 +46,21 @@ class Problem(BaseModel):
     fix: str = ""
 
 
+class LabelMechanisms(BaseModel):
+    """One label of the suite: every mechanism it has, and how many of the suite's faults each would cause."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str
+    mechanisms: list[str]  # all the label's mechanisms, the standard one first
+    planned: dict[str, int]  # mechanism -> faults of the suite planned with it (named or drawn)
+
+    @property
+    def unused(self) -> list[str]:
+        """Mechanisms of the label no fault of the suite would use."""
+        return [m for m in self.mechanisms if not self.planned.get(m)]
+
+
 class SuiteCheck(BaseModel):
     """The plan of a suite and everything wrong with it."""
 
@@ -54,6 +69,7 @@ class SuiteCheck(BaseModel):
     suite: str
     incidents: list[PlannedIncident]
     problems: list[Problem]
+    labels: list[LabelMechanisms] = Field(default_factory=list)  # each label of the suite, sorted
 
     @property
     def ok(self) -> bool:
@@ -94,7 +110,24 @@ def check_suite(suite: Suite) -> SuiteCheck:
                                     fix="give the second fault another target or another label"))
         planned.append(PlannedIncident(incident_id=incident_id, scenario=spec.scenario, size=spec.size,
                                        seed=spec.seed, healthy=spec.healthy, faults=faults))
-    return SuiteCheck(suite=suite.suite, incidents=planned, problems=problems)
+    return SuiteCheck(suite=suite.suite, incidents=planned, problems=problems, labels=label_mechanisms(planned))
 
 
-__all__ = ["PlannedFault", "PlannedIncident", "Problem", "SuiteCheck", "check_suite"]
+def label_mechanisms(incidents: list[PlannedIncident]) -> list[LabelMechanisms]:
+    """Per implemented label of the plan: its mechanisms and how often each is planned."""
+    from faultline.lab.faults import fault_class, fault_labels
+
+    known = set(fault_labels())
+    counts: dict[str, dict[str, int]] = {}
+    for incident in incidents:
+        for fault in incident.faults:
+            if fault.label in known:
+                per = counts.setdefault(fault.label, {})
+                if fault.mechanism:
+                    per[fault.mechanism] = per.get(fault.mechanism, 0) + 1
+    return [LabelMechanisms(label=label, mechanisms=list(fault_class(label).mechanisms), planned=per)
+            for label, per in sorted(counts.items())]
+
+
+__all__ = ["LabelMechanisms", "PlannedFault", "PlannedIncident", "Problem", "SuiteCheck", "check_suite",
+           "label_mechanisms"]

@@ -1,15 +1,20 @@
-"""nftables faults: each injection owns one table (`fl_<fault id>`), so recovery deletes exactly it.
+"""Packet-filter faults: the ACL blocks, `link_fragmentation_disabled`, `link_high_packet_corruption`.
 
-`NftFilter` drops in NIKA's chains (the ACL blocks, `link_fragmentation_disabled`); `NftRandomLoss` drops 60 % of
-an interface's egress for `link_high_packet_corruption` (no netem here). Recipes: docs/lab.md#fault-recipes.
+Mechanism `standard` owns one nft table per injection (`fl_<fault id>`), so recovery deletes exactly it: `NftFilter`
+drops in NIKA's chains, `NftRandomLoss` drops 60 % of an interface's egress (no netem here). Mechanism `iptables`
+writes the same filter as an operator would with `iptables` (iptables-nft, built-in chains, `xt` matches; see
+`iptables.py`); `arp_acl_block`'s `netdev` mechanism filters ARP at each interface's ingress and egress hooks.
+Recipes: docs/lab.md#fault-recipes.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 from typing import ClassVar
 
+from faultline.lab.faults import iptables
 from faultline.lab.faults.base import Fault, FaultError, FaultRecord, in_ns, sh
 from faultline.lab.faults.interfaces import pick_interface
 from faultline.lab.state import MGMT_INTERFACE, LabState
@@ -46,8 +51,13 @@ class NftFilter(Fault):
     family: ClassVar[str] = "inet"
     matches: ClassVar[tuple[str, ...]] = ()  # one drop rule per match, in every chain ("" = drop everything)
     chains: ClassVar[tuple[str, ...]] = ("input", "forward", "output")
+    # mechanism `iptables`: the same filter as `iptables -A` rules (chain, then arguments), in table filter
+    iptables_rules: ClassVar[tuple[tuple[str, ...], ...]] = ()
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
+        if rec.mechanism_id == "iptables":
+            self.apply_iptables(state, rec)
+            return
         table = table_name(rec)
         lines = [f"table {self.family} {table} {{"]
         # an ACL on the data plane, not on the management interface a NOC reaches the device through
@@ -63,7 +73,16 @@ class NftFilter(Fault):
         rec.mechanism = (f"nft table {self.family} {table} on {rec.target}: "
                          f"{'; '.join(m or 'everything' for m in self.matches)} -> drop in {'/'.join(self.chains)}")
 
+    def apply_iptables(self, state: LabState, rec: FaultRecord) -> None:
+        """Mechanism `iptables`: `iptables_rules` appended to the built-in chains, off the management interface."""
+        rules = [[chain, *iptables.spare_management(state, chain), *args] for chain, *args in self.iptables_rules]
+        spec = iptables.add_rules(state.device(rec.target).namespace, "filter", rules)
+        rec.params = {"iptables": spec}
+        rec.mechanism = f"on {rec.target}: {iptables.describe(spec)}"
+
     def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        if "iptables" in rec.params:
+            return iptables.rules_problem(ctx, rec, rec.params["iptables"])
         rules = table_rules(ctx, rec.target, rec.params["family"], rec.params["table"])
         drops = [r for r in rules if r.verdict == "drop"]
         expected = len(self.chains) * len(self.matches)
@@ -72,6 +91,9 @@ class NftFilter(Fault):
         return None
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        if "iptables" in rec.params:
+            iptables.delete_rules(state.device(rec.target).namespace, rec.params["iptables"])
+            return
         delete_table(state.device(rec.target).namespace, rec.params["family"], rec.params["table"])
 
 
@@ -82,6 +104,11 @@ class IcmpAclBlock(NftFilter):
     roles = ("host", "router")
     family = "ip"
     matches = ("ip protocol icmp",)
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "nft ip table: ip protocol icmp drop in input, forward and output",
+        "iptables": "iptables -p icmp -j DROP in INPUT, FORWARD and OUTPUT (iptables-nft, table filter)",
+    }
+    iptables_rules = tuple((chain, "-p", "icmp", "-j", "DROP") for chain in ("INPUT", "FORWARD", "OUTPUT"))
 
 
 class BgpAclBlock(NftFilter):
@@ -91,6 +118,13 @@ class BgpAclBlock(NftFilter):
     roles = ("router",)
     protocols = ("bgp",)
     matches = ("tcp dport 179", "tcp sport 179")
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "nft inet table: tcp dport 179 and tcp sport 179 dropped in input, forward and output",
+        "iptables": "iptables REJECT --reject-with tcp-reset of TCP port 179 both ways in INPUT and OUTPUT: the "
+                    "sessions are refused at once instead of timing out",
+    }
+    iptables_rules = tuple((chain, "-p", "tcp", flag, "179", "-j", "REJECT", "--reject-with", "tcp-reset")
+                           for chain in ("INPUT", "OUTPUT") for flag in ("--dport", "--sport"))
 
     def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         peers = run_probe(ctx, "vtysh_show", dev=rec.target, command="show bgp ipv4 unicast summary json").record
@@ -111,12 +145,41 @@ class ArpAclBlock(NftFilter):
     family = "arp"
     matches = ("",)
     chains = ("input", "output")  # the only hooks of the arp family
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "nft arp table dropping every ARP packet on input and output, then ip neigh flush all",
+        "netdev": "nft netdev table filter: ether type arp dropped at the ingress and egress hook of every data-plane "
+                  "interface (an interface ACL below IP), then ip neigh flush all",
+    }
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
-        super().apply(state, topo, rec, rng)
         ns = state.device(rec.target).namespace
+        if rec.mechanism_id == "netdev":
+            links = json.loads(sh(in_ns(ns, "ip", "-j", "link", "show"), "link list").stdout or "[]")
+            names = sorted(link["ifname"] for link in links if link["ifname"] not in ("lo", MGMT_INTERFACE)
+                           and link.get("link_type") == "ether")
+            lines = ["table netdev filter {"]
+            for name in names:
+                for hook, short in (("ingress", "in"), ("egress", "out")):
+                    lines += [f"  chain {name}_{short} {{",
+                              f'    type filter hook {hook} device "{name}" priority 0; policy accept;',
+                              "    ether type arp counter drop", "  }"]
+            load_ruleset(ns, "\n".join([*lines, "}"]) + "\n")
+            rec.params = {"family": "netdev", "table": "filter", "interfaces": names}
+            rec.mechanism = f"nft table netdev filter on {rec.target}: ether type arp drop at ingress and egress of " \
+                            f"{', '.join(names)}"
+        else:
+            super().apply(state, topo, rec, rng)
         sh(in_ns(ns, "ip", "neigh", "flush", "all"), "neighbour flush")
         rec.mechanism += "; ip neigh flush all"
+
+    def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        if rec.params["family"] != "netdev":
+            return super().artifact_problem(ctx, rec)
+        rules = table_rules(ctx, rec.target, "netdev", rec.params["table"])
+        drops = [r for r in rules if r.verdict == "drop"]
+        if len(drops) < 2 * len(rec.params["interfaces"]) or not drops:
+            return f"nft table netdev {rec.params['table']} on {rec.target} has {len(drops)} ARP drop rules"
+        return None
 
 
 class LinkFragmentationDisabled(NftFilter):
@@ -127,6 +190,11 @@ class LinkFragmentationDisabled(NftFilter):
     family = "ip"
     matches = ("meta length 10-65535",)
     chains = ("output",)
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "nft ip table: meta length 10-65535 drop on output",
+        "iptables": "iptables OUTPUT -m length --length 10:65535 -j DROP (v1's own rule, an xt length match)",
+    }
+    iptables_rules = (("OUTPUT", "-m", "length", "--length", "10:65535", "-j", "DROP"),)
 
 
 class NftRandomLoss(Fault):
@@ -135,19 +203,32 @@ class NftRandomLoss(Fault):
     label = "link_high_packet_corruption"
     roles = ("host",)
     percent: ClassVar[int] = 60
+    mechanisms: ClassVar[dict[str, str]] = {
+        "standard": "nft postrouting rule: oifname IF numgen random mod 100 < 60 drop",
+        "iptables": "iptables OUTPUT -o IF -m statistic --mode random --probability 0.6 -j DROP (an xt match)",
+    }
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         ifname = pick_interface(topo, rec.target, rng)
+        rec.resource_id = f"interface/{rec.target}/{ifname}"
+        if rec.mechanism_id == "iptables":
+            rule = ["OUTPUT", "-o", ifname, "-m", "statistic", "--mode", "random", "--probability",
+                    f"{self.percent / 100:g}", "-j", "DROP"]
+            spec = iptables.add_rules(state.device(rec.target).namespace, "filter", [rule])
+            rec.params = {"iptables": spec, "ifname": ifname, "percent": self.percent}
+            rec.mechanism = f"on {rec.target}: {iptables.describe(spec)} (a random drop: no netem in this kernel)"
+            return
         table = table_name(rec)
         load_ruleset(state.device(rec.target).namespace,
                      f"table inet {table} {{\n  chain post {{ type filter hook postrouting priority 0; policy accept;\n"
                      f"    oifname \"{ifname}\" numgen random mod 100 < {self.percent} counter drop\n  }}\n}}\n")
         rec.params = {"family": "inet", "table": table, "ifname": ifname, "percent": self.percent}
-        rec.resource_id = f"interface/{rec.target}/{ifname}"
         rec.mechanism = (f"nft numgen random drop of {self.percent}% of {ifname} egress on {rec.target} "
                          "(substitute for tc netem corrupt: no netem in this kernel)")
 
     def artifact_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
+        if "iptables" in rec.params:
+            return iptables.rules_problem(ctx, rec, rec.params["iptables"])
         rules = table_rules(ctx, rec.target, "inet", rec.params["table"])
         if not any(r.verdict == "drop" and any("numgen" in m for m in r.matches) for r in rules):
             return f"no numgen drop rule in nft table {rec.params['table']} on {rec.target}"
@@ -157,6 +238,9 @@ class NftRandomLoss(Fault):
         return reachability_loss(ctx, rec.target)
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
+        if "iptables" in rec.params:
+            iptables.delete_rules(state.device(rec.target).namespace, rec.params["iptables"])
+            return
         delete_table(state.device(rec.target).namespace, "inet", rec.params["table"])
 
 

@@ -24,13 +24,13 @@ from faultline.lab.faults.dns_dhcp import (
     HostIncorrectDns,
 )
 from faultline.lab.faults.host import (
-    HostCrash,
     HostIncorrectGateway,
     HostIncorrectIp,
     HostIncorrectNetmask,
     HostIpConflict,
     HostMissingIp,
 )
+from faultline.lab.faults.host_crash import HostCrash
 from faultline.lab.faults.incast import IncastTraffic
 from faultline.lab.faults.l2 import ArpCachePoisoning, MacAddressConflict
 from faultline.lab.faults.link import LinkDetach, LinkDown, LinkFlap

@@ -160,7 +160,7 @@ class HttpAclBlock(IptablesVariant, NftFilter):
     def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         ip = rec.params["web_ip"]
         http = run_probe(ctx, "http_get", src=rec.target, url=f"http://{ip}/", timeout_s=4).record
-        failed = http.status != "ok" if "rules" in rec.params else http.status == "timeout"
+        failed = http.status != "ok" if "iptables" in rec.params else http.status == "timeout"
         if not failed:
             return f"http_get {rec.target} -> {ip}: {http.status} {http.http_code or ''}, not blocked"
         ping = run_probe(ctx, "ping", src=rec.target, dst_ip=ip, count=2).record
