@@ -259,7 +259,7 @@ def test_web_faults_undone_by_hand_are_not_verified(lab):
         os.kill(dos.params["helper_pid"], signal.SIGCONT)
     faults.verify(state, ctx, dos.id)  # flooding again
     os.kill(dos.params["helper_pid"], signal.SIGKILL)
-    with pytest.raises(FaultNotVerified, match="artifact missing: no process with faultline-web_dos_attack"):
+    with pytest.raises(FaultNotVerified, match="artifact missing: no process with job-"):
         faults.verify(state, ctx, dos.id)
 
     slow = faults.inject(state, "sender_application_delay", "web_server_2")

@@ -13,6 +13,7 @@ import signal
 import statistics
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import ClassVar
 
@@ -183,7 +184,7 @@ class CpuContention(Fault):
             raise FaultError(f"{url} from {src} does not answer before injection ({samples})",
                              fix="check the lab with `faultline lab status`; the service must be up")
         group = group_path(rec.id, state.prefix)
-        marker = f"fl-cpujoin-{rec.id}"
+        marker = f"job-{rec.id}-{uuid.uuid4().hex[:8]}"
         load = LOADS[rec.mechanism_id]
         rec.params = {"cgroup": str(group), "quota_us": QUOTA_US, "period_us": PERIOD_US, "src": src, "url": url,
                       "load": list(load),
@@ -255,7 +256,7 @@ class CpuContention(Fault):
 
     def undo(self, state: LabState, topo: Topology, rec: FaultRecord) -> None:
         group = Path(rec.params.get("cgroup", str(group_path(rec.id, state.prefix))))
-        stop_helper(rec.params.get("helper_pid"), rec.params.get("helper_marker", f"fl-cpujoin-{rec.id}"))
+        stop_helper(rec.params.get("helper_pid"), rec.params.get("helper_marker", f"job-{rec.id}"))
         stop_load(rec.params.get("load_pid"), group, _load(rec)[0])
         remove_group(group)
         state.extra_paths = [p for p in state.extra_paths if p != str(group)]

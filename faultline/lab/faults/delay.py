@@ -10,6 +10,7 @@ import random
 import statistics
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import ClassVar
 
@@ -94,7 +95,7 @@ class DnsLookupLatency(Fault):
         if not answered:
             raise FaultError(f"{name} @{server} from {client} does not answer before injection ({samples})",
                              fix="check the lab with `faultline lab status`; the DNS service must be up")
-        marker = f"fl-dnsdelay-{rec.id}"
+        marker = f"job-{rec.id}-{uuid.uuid4().hex[:8]}"
         direction = "queries" if rec.mechanism_id == "query_queue" else "answers"
         rec.params = {"ifname": ifname, "queue": QUEUE, "delay_ms": self.delay_ms, "client": client, "name": name,
                       "server": server, "baseline_ms": statistics.median(answered), "baseline_samples": samples,

@@ -62,7 +62,7 @@ class IncastTraffic(WebFault):
 
     def apply(self, state: LabState, topo: Topology, rec: FaultRecord, rng: random.Random) -> None:
         ns = state.device(rec.target).namespace
-        ifb = f"ifb_{rec.id}"
+        ifb = f"ifb{int(rec.id.lstrip('f')) - 1}"  # ifb0 for the first fault, as `modprobe ifb` names them
         clients = web_clients(topo)
         senders = sorted(rng.sample(clients, min(MAX_SENDERS, len(clients))))
         ip = main_ip(state.device(rec.target))

@@ -31,7 +31,7 @@ def http_flood(url: str, conns: int, max_rate: float, max_seconds: float) -> int
     parts = urlsplit(url)
     host, port = parts.hostname or "", parts.port or 80
     request = (f"GET {parts.path or '/'} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
-               "User-Agent: faultline-loadgen\r\nAccept: */*\r\n\r\n").encode()
+               "User-Agent: Wget/1.21.3\r\nAccept: */*\r\n\r\n").encode()
     sel = selectors.DefaultSelector()
     retry: list[float] = []  # when each closed connection may be reopened
     done, start = 0, time.monotonic()

@@ -1,6 +1,6 @@
 """Packet-filter faults: the ACL blocks, `link_fragmentation_disabled`, `link_high_packet_corruption`.
 
-Mechanism `standard` owns one nft table per injection (`fl_<fault id>`), so recovery deletes exactly it: `NftFilter`
+Mechanism `standard` owns one nft table per injection (`acl<fault number>`), so recovery deletes exactly it: `NftFilter`
 drops in NIKA's chains, `NftRandomLoss` drops 60 % of an interface's egress (no netem here). Mechanism `iptables`
 writes the same filter as an operator would with `iptables` (iptables-nft, built-in chains, `xt` matches; see
 `iptables.py`); `arp_acl_block`'s `netdev` mechanism filters ARP at each interface's ingress and egress hooks.
@@ -24,7 +24,7 @@ from faultline.network.probes import ProbeContext, run_probe
 
 def table_name(rec: FaultRecord) -> str:
     """The nft table owned by one injection."""
-    return f"fl_{rec.id}"
+    return f"acl{rec.id.lstrip('f')}"  # an ordinary operator's name; the fault id keeps two injections apart
 
 
 def load_ruleset(namespace: str, text: str) -> None:

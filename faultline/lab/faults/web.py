@@ -48,7 +48,7 @@ def loadgen_argv(marker: str, *args: str) -> list[str]:
 
 def new_marker(rec: FaultRecord) -> str:
     """A marker unique to one injection (PID reuse cannot make another process look like ours)."""
-    return f"faultline-{rec.label}-{rec.id}-{uuid.uuid4().hex[:8]}"
+    return f"job-{rec.id}-{uuid.uuid4().hex[:8]}"  # nothing a process list could read the fault from
 
 
 def wait_for_marker(namespace: str, marker: str, count: int = 1, timeout: float = 5.0) -> None:
