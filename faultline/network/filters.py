@@ -95,6 +95,9 @@ def _apply_match(rule: dict[str, Any], m: dict[str, Any]) -> None:
             rule["protocol"] = rule["protocol"] or proto
     elif key in ("meta l4proto", "ip protocol", "ip6 nexthdr"):
         rule["protocol"] = PROTO_NUMBERS.get(values[0], values[0]) if values and not negated else rule["protocol"]
+    elif key in ("ether type", "meta protocol") and values and not negated:
+        # the frame's own type (a netdev or bridge table): arp, ip, ip6 ... as the rule names it
+        rule["protocol"] = rule["protocol"] or values[0]
     elif field in ("saddr", "daddr"):
         rule[field] += shown
     elif key in ("meta iifname", "meta iif"):

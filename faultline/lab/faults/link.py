@@ -61,6 +61,8 @@ class LinkDown(Fault):
         if rec.mechanism_id == "far_end":
             rec.mechanism = (f"ip link set {rec.params['far_ifname']} down in {rec.params['far_node']}, the far end of "
                              f"{rec.target} {ifname} (which stays up without carrier)")
+            # the link is down at both ends' devices: the port set down is the far end's, the user is the target
+            rec.faulty_devices = sorted({rec.target, rec.params["far_node"]})
 
     def symptom_problem(self, ctx: ProbeContext, rec: FaultRecord) -> str | None:
         """On a redundant fabric link traffic reroutes at once, so the symptom is the lost adjacency."""

@@ -44,18 +44,21 @@ def _default_route(session: Session, dev: Device) -> None:
         flag(session, SCAN, dev, "no_default_route", "no default route", family="host_ip",
              dhcp_client=dhcp_client(session, dev))
         return
-    gw = default.gateway
-    if not gw:
-        return
-    owner = owner_of(session, gw)
     base = session.baseline("ip_route", dev=dev.name)
-    before = next((r.gateway for r in base.record.routes if r.dst == "default"), None) if base else None
-    if before == gw:
-        return
-    if owner is None or owner.role not in ("router", "switch", "lb"):
-        flag(session, SCAN, dev, "gateway_wrong", f"default via {gw} (no router owns it"
-             f"{'; baseline via ' + before if before else ''})", family="host_ip", gateway=gw,
-             dhcp_client=dhcp_client(session, dev))
+    before = {(r.dst, r.gateway) for r in base.record.routes} if base else set()
+    old_default = next((g for d, g in before if d == "default"), None)
+    # every route through a gateway, not only the default: two halves of the address space (0.0.0.0/1 and
+    # 128.0.0.0/1) or any more specific route win over the default for what they cover
+    for route in out.record.routes:
+        gw = route.gateway
+        if not gw or (route.dst, gw) in before:
+            continue
+        owner = owner_of(session, gw)
+        if owner is None or owner.role not in ("router", "switch", "lb"):
+            shown = "default" if route.dst == "default" else route.dst
+            flag(session, SCAN, dev, "gateway_wrong", f"{shown} via {gw} (no router owns it"
+                 f"{'; baseline default via ' + old_default if old_default else ''})", family="host_ip", gateway=gw,
+                 dhcp_client=dhcp_client(session, dev))
 
 
 def _resolver(session: Session, dev: Device) -> None:

@@ -14,7 +14,7 @@ from faultline.network.devices import Device
 from faultline.network.filters import merged_rules, through_jumps
 from faultline.network.records import FilterRule
 from faultline.network.validate import IPTABLES_TABLES
-from faultline.sade.scans.common import flag, ipv4, is_end, owner_of, same_subnet, unreached
+from faultline.sade.scans.common import flag, gateway_router, ipv4, is_end, owner_of, same_subnet, unreached
 from faultline.sade.session import Session
 
 SCAN = "l2_snapshot"
@@ -60,7 +60,8 @@ def _interfaces(session: Session, dev: Device) -> None:
             other = _mac_owner(session, iface.mac, dev)
             flag(session, SCAN, dev, "mac_changed", f"{name}: link/ether {iface.mac} (baseline {b.mac})",
                  family="mac", vs_baseline=True, ifname=name, mac=iface.mac, other=other)
-        elif iface.mac and (other := _mac_owner(session, iface.mac, dev, baseline=False)):
+        elif iface.mac and (other := _mac_owner(session, iface.mac, dev, baseline=b is None)):
+            # an interface the baseline did not have: its MAC against every device's in the baseline (free) too
             flag(session, SCAN, dev, "mac_changed", f"{name}: link/ether {iface.mac} also on {other}", family="mac",
                  ifname=name, mac=iface.mac, other=other)
     if is_end(dev) and dev.addresses:
@@ -120,6 +121,11 @@ def _addresses(session: Session, dev: Device, now: dict) -> None:
     eth = now.get("eth0")
     if eth is None or expected is None:
         return
+    # the address moved onto another interface of the host (a macvlan, vlan or bond on top of eth0) is not missing
+    holder = next((i for i in now.values() if i.ifname not in SKIP_IFACES
+                   and any(ipv4(a) == expected for a in i.addresses)), None)
+    if holder is not None and holder.ifname != "eth0":
+        return
     seen = [p for a in eth.addresses if (p := ipv4(a))]
     if not seen:
         flag(session, SCAN, dev, "no_ipv4", f"eth0 has no IPv4 address (expected {dev.addresses[0]})", family="host_ip",
@@ -162,9 +168,40 @@ def _neighbours(session: Session, dev: Device) -> None:
         if "PERMANENT" in n.state or "NOARP" in n.state:
             flag(session, SCAN, dev, "arp_static", f"{n.dst} lladdr {n.lladdr} {' '.join(n.state)} dev {n.dev}",
                  family="host_ip", ip=n.dst, lladdr=n.lladdr)
+    _neighbour_macs(session, dev, out.record.neighbors)
     states = [n for n in out.record.neighbors if n.dst and ":" not in n.dst and n.dev not in dev.management]
     if states and all({"INCOMPLETE", "FAILED"} & set(n.state) for n in states):
         flag(session, SCAN, dev, "arp_unresolved", "every IPv4 neighbour INCOMPLETE/FAILED", strength="weak")
+
+
+def _neighbour_macs(session: Session, dev: Device, neighbours: list) -> None:
+    """An ARP entry, of any state, that maps an address to another MAC than the one its owner carries: against the
+    baseline's entry for the same address (free), else, for the first hop only, the MACs the owner's own interface
+    list shows (read when not yet seen). A forged entry is refreshed as often as the real one expires."""
+    base = session.baseline("ip_neigh", dev=dev.name)
+    before = {n.dst: n.lladdr for n in base.record.neighbors if n.lladdr} if base is not None else {}
+    gateway = gateway_router(session, dev)
+    for n in neighbours:
+        if not n.lladdr or not n.dst or ":" in n.dst or n.dev in dev.management:
+            continue
+        if n.dst in before:
+            if before[n.dst] != n.lladdr:
+                flag(session, SCAN, dev, "arp_static", f"{n.dst} lladdr {n.lladdr} {' '.join(n.state)} dev {n.dev} "
+                     f"(baseline {before[n.dst]})", family="host_ip", ip=n.dst, lladdr=n.lladdr, vs_baseline=True)
+            continue
+        owner = owner_of(session, n.dst)
+        if base is not None or owner is None or gateway is None or owner.name != gateway.name:
+            continue
+        macs = _macs_of(session, owner)
+        if macs and n.lladdr not in macs:
+            flag(session, SCAN, dev, "arp_static", f"{n.dst} lladdr {n.lladdr} {' '.join(n.state)} dev {n.dev} "
+                 f"({owner.name} carries {', '.join(sorted(macs))})", family="host_ip", ip=n.dst, lladdr=n.lladdr)
+
+
+def _macs_of(session: Session, dev: Device) -> set[str]:
+    out = session.seen("ip_addr", dev=dev.name) or session.probe("ip_addr", dev=dev.name, note="its MACs (an ARP "
+                                                                 "entry for it)")
+    return {i.mac for i in out.record.interfaces if i.mac} if out is not None else set()
 
 
 _SERVICES = (("acl_bgp", {179}, ("tcp", None)), ("acl_dns", {53}, ("udp", "tcp", None)),
@@ -183,7 +220,7 @@ def _ports(values: list[str]) -> list[tuple[int, int]]:
 
 def classify_rule(rule: FilterRule) -> str:
     """What a rule that drops or rejects everything it matches blocks (SADE's acl fingerprints)."""
-    if rule.family == "arp":
+    if rule.family == "arp" or rule.protocol == "arp":  # an arp table, or ARP frames matched by their ether type
         return "acl_arp"
     if rule.length or "length" in rule.unknown:
         return "acl_length"
