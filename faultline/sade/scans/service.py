@@ -39,6 +39,13 @@ def _processes(session: Session, dev: Device) -> None:
     if is_end(dev) and not procs and base is not None and base.record.processes:
         flag(session, SCAN_P, dev, "processes_gone", f"no process left (baseline: {len(base.record.processes)})",
              family="host_crash")
+    sampled = session.seen("cpu_usage", dev=dev.name, interval_s=1.0)
+    states = [p.state for p in sampled.record.processes] if sampled is not None and not sampled.record.error else []
+    if is_end(dev) and states and all(s == "T" for s in states):
+        # a hung machine: every process it runs stopped, none scheduled (what a crash leaves of a host that still
+        # answers its console)
+        flag(session, SCAN_P, dev, "processes_gone", f"every process stopped ({len(states)} in state T)",
+             family="host_crash")
     daemon = DAEMON.get(dev.role)
     if daemon and not any(daemon in (p.args or p.comm) for p in procs):
         flag(session, SCAN_P, dev, "daemon_missing", f"no {daemon} process on {dev.name} ({len(procs)} processes)",
