@@ -15,6 +15,15 @@ def _pids(device: str, comm: str) -> str:
     return _PIDS % (device, comm)
 
 
+def _edit_name_server(edit: str) -> tuple[Cmd, ...]:
+    """The name server's configuration file edited by `edit` (a command the file's path is appended to), and the
+    server restarted as it ran (in the foreground, with its own command line) until the recording is done."""
+    return (Cmd(None, "p=$(" + _pids("dns_server", "dnsmasq") + "); tr '\\0' ' ' < /proc/$p/cmdline "
+                      "> /tmp/name-server.args && conf=$(tr ' ' '\\n' < /tmp/name-server.args | "
+                      f"sed -n 's/^--conf-file=//p') && {edit} \"$conf\" && kill $p && sleep 1"),
+            Cmd("dns_server", "exec $(cat /tmp/name-server.args)", background=True))
+
+
 def _name_fails(ctx: Any, case: ForeignCase) -> str | None:
     """A user's name lookup no longer answers (the pages need it too)."""
     from faultline.network.probes import run_probe
@@ -49,22 +58,13 @@ CASES: dict[str, ForeignCase] = {c.name: c for c in (
         name="dns-rebound", scenario="ospf_enterprise_static", label="dns_service_down", devices=("dns_server",),
         what="the name server's configuration edited to port=5353 and the server restarted: it runs and answers, "
              "but not on the port users ask",
-        commands=(Cmd(None, "p=$(" + _pids("dns_server", "dnsmasq") + "); tr '\\0' ' ' < /proc/$p/cmdline "
-                            "> /tmp/dns-rebound.args && conf=$(tr ' ' '\\n' < /tmp/dns-rebound.args | "
-                            "sed -n 's/^--conf-file=//p') && sed -i 's/^port=53$/port=5353/' \"$conf\" && "
-                            "kill $p && sleep 1"),
-                  # restarted as it ran (in the foreground), with the edited configuration, until recorded
-                  Cmd("dns_server", "exec $(cat /tmp/dns-rebound.args)", background=True)),
+        commands=_edit_name_server("sed -i 's/^port=53$/port=5353/'"),
         symptom=_name_fails),
     ForeignCase(
         name="dns-config-record", scenario="ospf_enterprise_static", label="dns_record_error", devices=("dns_server",),
         what="an address= line for web0.local (a user's address) added to the name server's configuration, not its "
              "hosts file, and the server restarted",
-        commands=(Cmd(None, "p=$(" + _pids("dns_server", "dnsmasq") + "); tr '\\0' ' ' < /proc/$p/cmdline "
-                            "> /tmp/dns-config-record.args && conf=$(tr ' ' '\\n' < /tmp/dns-config-record.args | "
-                            "sed -n 's/^--conf-file=//p') && echo 'address=/web0.local/10.1.0.10' >> \"$conf\" && "
-                            "kill $p && sleep 1"),
-                  Cmd("dns_server", "exec $(cat /tmp/dns-config-record.args)", background=True)),
+        commands=_edit_name_server("sed -i '$a address=/web0.local/10.1.0.10'"),
         symptom=lambda ctx, case: _answers(ctx, "web0.local", "10.1.0.10")),
     ForeignCase(
         name="bgp-remote-as", scenario="simple_bgp", label="bgp_asn_misconfig", devices=("router2",),
