@@ -16,11 +16,11 @@ def _pids(device: str, comm: str) -> str:
 
 
 def _edit_name_server(edit: str) -> tuple[Cmd, ...]:
-    """The name server's configuration file edited by `edit` (a command the file's path is appended to), and the
-    server restarted as it ran (in the foreground, with its own command line) until the recording is done."""
+    """The name server's configuration edited by `edit` (shell, the file's path in `$conf`), and the server
+    restarted as it ran (in the foreground, with its own command line) until the recording is done."""
     return (Cmd(None, "p=$(" + _pids("dns_server", "dnsmasq") + "); tr '\\0' ' ' < /proc/$p/cmdline "
                       "> /tmp/name-server.args && conf=$(tr ' ' '\\n' < /tmp/name-server.args | "
-                      f"sed -n 's/^--conf-file=//p') && {edit} \"$conf\" && kill $p && sleep 1"),
+                      f"sed -n 's/^--conf-file=//p') && {edit} && kill $p && sleep 1"),
             Cmd("dns_server", "exec $(cat /tmp/name-server.args)", background=True))
 
 
@@ -58,13 +58,15 @@ CASES: dict[str, ForeignCase] = {c.name: c for c in (
         name="dns-rebound", scenario="ospf_enterprise_static", label="dns_service_down", devices=("dns_server",),
         what="the name server's configuration edited to port=5353 and the server restarted: it runs and answers, "
              "but not on the port users ask",
-        commands=_edit_name_server("sed -i 's/^port=53$/port=5353/'"),
+        commands=_edit_name_server("sed -i 's/^port=53$/port=5353/' \"$conf\""),
         symptom=_name_fails),
     ForeignCase(
         name="dns-config-record", scenario="ospf_enterprise_static", label="dns_record_error", devices=("dns_server",),
-        what="an address= line for web0.local (a user's address) added to the name server's configuration, not its "
-             "hosts file, and the server restarted",
-        commands=_edit_name_server("sed -i '$a address=/web0.local/10.1.0.10'"),
+        what="web0.local's record moved from the name server's hosts file into its configuration (host-record=) "
+             "with a user's address, and the server restarted",
+        # the record moved out of the hosts file into the configuration, with a user's address by mistake
+        commands=_edit_name_server("sed -i '/web0.local/d' \"$(sed -n 's/^addn-hosts=//p' \"$conf\")\" && "
+                                   "sed -i '$a host-record=web0.local,10.1.0.10' \"$conf\""),
         symptom=lambda ctx, case: _answers(ctx, "web0.local", "10.1.0.10")),
     ForeignCase(
         name="bgp-remote-as", scenario="simple_bgp", label="bgp_asn_misconfig", devices=("router2",),
