@@ -94,12 +94,17 @@ def _carrier_changes(session: Session, dev: Device, now: dict) -> None:
         return
     base = session.baseline("link_counters", dev=dev.name)
     before = {i.ifname: i.carrier_changes or 0 for i in base.record.interfaces} if base else {}
+    # some of this device's pairs answered in part during the sweep: a link down now was up moments ago
+    answered_in_part = session.has("partial_loss", dev.name)
     for iface in out.record.interfaces:
         if iface.ifname in SKIP_IFACES or iface.ifname in dev.management or iface.carrier_changes is None:
             continue
+        if base is not None and iface.ifname not in before:
+            continue  # an interface the baseline did not have (renamed, new): its counter started elsewhere
         extra = iface.carrier_changes - before.get(iface.ifname, 0)
-        least = FLAPS_UP if "LOWER_UP" in iface.flags else FLAPS_DOWN
-        if extra >= least and (base is not None or iface.carrier_changes >= 2 * least):
+        up = "LOWER_UP" in iface.flags
+        least = FLAPS_UP if up else (1 if answered_in_part else FLAPS_DOWN)
+        if extra >= least and (base is not None or iface.carrier_changes >= 2 * max(least, FLAPS_UP)):
             end = _far_end_user(session, dev, now.get(iface.ifname))
             flag(session, SCAN, dev, "iface_flapping", f"{iface.ifname}: carrier changed {iface.carrier_changes} "
                  f"times (baseline {before.get(iface.ifname, 'unknown')})", family="link", ifname=iface.ifname,
