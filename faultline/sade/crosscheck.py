@@ -1,7 +1,8 @@
 """A targeted second look: does the network show the fault another source names, on the devices it names?
 
-`cross_check` runs the label's skills' probes on the named devices present in the network, then the ordinary
-matcher: *confirmed* only when a fingerprint of exactly that label matches, else *refuted*. Nothing here knows
+`cross_check` runs the label's skills' probes on the named devices present in the network, in order, matching after
+each (stop and submit): *confirmed* as soon as a fingerprint of exactly that label matches, else, after every
+probe, *refuted*. Nothing here knows
 how a fault was caused. The verdict's use: docs/verdict.md#refinement-the-network-is-asked-about-what-the-logs-point-at.
 """
 
@@ -67,11 +68,16 @@ def cross_check(backend: Backend, *, label: str, devices: list[str], why: str = 
         return CrossCheck(label=label, asked_devices=asked, outcome="not_checked",
                           reason=f"{len(present)} devices named: too many for a targeted check")
     checks = list(dict.fromkeys(p.check for sk in skills for p in sk.probes))
-    for check in checks:
+    ran: list[str] = []
+    found: list = []
+    for check in checks:  # stop and submit: the skill's checks in order until the label matches
+        ran.append(check)
         for name in present:
             run_check(session, check, name, f"cross-check {label} on {name}{f' ({why})' if why else ''}")
-    found = [m for m in match(session.flags, roles=known) if m.label == label and not m.fallback]
-    tried = ", ".join(c.replace("_", " ") for c in checks) + " checks"  # words, not identifiers
+        found = [m for m in match(session.flags, roles=known) if m.label == label and not m.fallback]
+        if found:
+            break
+    tried = ", ".join(c.replace("_", " ") for c in ran) + " checks"  # words, not identifiers
     if found:
         devices_found = list(dict.fromkeys(d for m in found for d in m.devices))
         resources = list(dict.fromkeys(r for m in found for r in m.resources))
