@@ -266,6 +266,10 @@ class Settings(BaseSettings):
         False, description="After an answer, the devices it names get the own-device look for a second fault of "
         "their own (a few probes on every answer; docs/benchmarks.md, the second look's trade-off)."
     )
+    sade_second_look_sweep: bool = Field(
+        False, description="After an answer, every check on every device (the flat scan's probe count) for the "
+        "faults no user position shows (docs/benchmarks.md, the second look's trade-off)."
+    )
     sade_max_turns: int = Field(
         20, ge=1, description="Turn budget of the SADE `llm` policy, at least 1 (one model decision per turn; "
         "refused actions count); a single reminder is given at half the budget."

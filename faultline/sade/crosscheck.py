@@ -2,7 +2,8 @@
 
 `cross_check` runs the label's skills' probes on the named devices present in the network, in order, matching after
 each (stop and submit): *confirmed* as soon as a fingerprint of exactly that label matches, else, after every
-probe, *refuted*. Nothing here knows how a fault was caused. The verdict's use: docs/verdict.md#refinement-the-network-is-asked-about-what-the-logs-point-at.
+probe, *refuted*. Nothing here knows how a fault was caused. The verdict's use:
+docs/verdict.md#refinement-the-network-is-asked-about-what-the-logs-point-at.
 """
 
 from __future__ import annotations

@@ -32,6 +32,8 @@ def second_look(search: Search, sym: Symptoms, found: list[Match]) -> list[Match
         return found
     if search.session.breadth.own_device:
         found = found + own_device_look(search, found)
+    if search.session.breadth.sweep:
+        return found + sweep_look(search, found)
     if not sym.failing:
         return found
     session, index = search.session, load_index()
@@ -145,6 +147,23 @@ def own_device_look(search: Search, found: list[Match]) -> list[Match]:
         new += [m for m in search.findings() if m.label not in labels | {x.label for x in new}
                 and name in m.devices]
     return new
+
+
+def sweep_look(search: Search, found: list[Match]) -> list[Match]:
+    """The widest second look (setting `sade_second_look_sweep`): every phase's checks on every device, as the flat
+    scan runs them, and every other label the matcher then finds (on other devices, or a second fault on one).
+    It finds the faults no user position shows, for the flat scan's probe count."""
+    from faultline.sade.scans import PHASE_SCANS, PHASES
+
+    session = search.session
+    for phase in PHASES:
+        session.phase = phase
+        for dev in session.devices():
+            PHASE_SCANS[phase](session, dev)
+    labels = {m.label for m in found}
+    named = {d for m in found for d in m.devices}
+    return [m for m in search.findings() if m.label not in labels
+            and (not set(m.devices) & named or m.device in named and m.kinds)]
 
 
 def isolated_look(search: Search, found: list[Match], suspects: set[str]) -> list[Match]:

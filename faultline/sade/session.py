@@ -33,6 +33,7 @@ class Breadth:
     users: int = 0
     pages: int = 1
     own_device: bool = False  # the answered devices' own look for a second fault on them
+    sweep: bool = False  # every check on every device after the answer (the flat scan's cost)
 
 
 @dataclass
