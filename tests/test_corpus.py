@@ -56,7 +56,7 @@ def test_an_unknown_suite_name_lists_the_builtins():
 SUITE = """suite: ci
 incidents:
   - {scenario: simple_bgp, size: s, seed: 1, healthy: true}
-  - {scenario: simple_bgp, size: s, seed: 2, faults: [{label: link_down, target: pc1}]}
+  - {scenario: simple_bgp, size: s, seed: 2, faults: [{label: link_down, target: pc1, mechanism: standard}]}
   - {scenario: simple_bgp, size: s, seed: 3, faults: [{label: bgp_acl_block}]}
   - {scenario: simple_bgp, size: s, seed: 4, faults: [{label: sdn_controller_crash}]}
 """

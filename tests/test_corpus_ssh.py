@@ -24,7 +24,8 @@ def recorded(tmp_path_factory):
 
     wait_until_no_lab()
     out = tmp_path_factory.mktemp("ssh-corpus")
-    spec = IncidentSpec(scenario="simple_bgp", size="s", seed=2, faults=[{"label": "link_down", "target": "pc1"}])
+    spec = IncidentSpec(scenario="simple_bgp", size="s", seed=2, faults=[{"label": "link_down", "target": "pc1",
+                                                                                  "mechanism": "standard"}])
     settings = settings_for(lab_dir("ssh")).model_copy(update={"lab_mgmt_subnet": "172.31.249.0/24"})
     result = generate_incident(spec, "ssh-001", out, settings, transport="ssh")
     assert not lab_namespaces(), "the generator left a lab behind"

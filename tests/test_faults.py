@@ -150,7 +150,7 @@ def _assert_truth_shape(rec, label: str, target: str) -> None:
 def test_inject_verify_recover(lab, label, target):
     state, ctx = lab
     t0 = time.monotonic()
-    rec = faults.inject(state, label, target, seed=7)
+    rec = faults.inject(state, label, target, seed=7, mechanism="standard")
     assert rec.target == target and [f["id"] for f in state.faults] == [rec.id]
     _assert_truth_shape(rec, label, target)
     assert [r.id for r in faults.verify(state, ctx)] == [rec.id]
@@ -176,7 +176,7 @@ def test_a_crashed_host_leaves_the_port_facing_it_up_without_carrier(lab):
     from faultline.lab.faults.interfaces import interface_state
 
     state, ctx = lab
-    rec = faults.inject(state, "host_crash", "pc1", seed=7)
+    rec = faults.inject(state, "host_crash", "pc1", seed=7, mechanism="standard")
     try:
         [(device, _, ifname, own)] = rec.params["peers"]
         assert device.startswith("router")

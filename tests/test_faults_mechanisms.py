@@ -180,7 +180,9 @@ def test_each_new_mechanism_injects_verifies_and_recovers(labs):
         devices = (target, near[target])
         before = _views(ctx, devices)
         rec, verified_s, healthy_s = _cycle(state, ctx, label, target, mechanism)
-        assert rec.ground_truth()["v1"]["faulty_devices"] == [target]
+        # a port set down at the far end: both ends of the link are the fault's devices
+        ends = sorted({target, near[target]}) if mechanism == "far_end" else [target]
+        assert rec.ground_truth()["v1"]["faulty_devices"] == ends
         if mechanism == "far_end":  # a router or switch port, never an end host's own NIC
             assert rec.params["far_node"] == near[target], rec.params
         assert _views(ctx, devices) == before, (label, mechanism)

@@ -140,7 +140,7 @@ def _assert_healthy(state: LabState, ctx) -> None:
 def test_inject_verify_recover(labs, scenario, label, target):
     state, ctx = labs.get(scenario)
     t0 = time.monotonic()
-    rec = faults.inject(state, label, target, seed=5)
+    rec = faults.inject(state, label, target, seed=5, mechanism="standard")
     truth = rec.ground_truth()
     devices = sorted([target, rec.params["victim"]]) if label == "mac_address_conflict" else [target]
     assert truth["v1"] == {"is_anomaly": True, "faulty_devices": devices, "root_cause_name": label}
@@ -189,7 +189,7 @@ def test_bgp_and_arp_faults_repaired_by_hand_are_not_verified(labs):
 @pytest.mark.lab
 def test_mac_conflict_repaired_by_hand_is_not_verified(labs):
     state, ctx = labs.get("ospf_enterprise_static")
-    rec = faults.inject(state, "mac_address_conflict", "dns_server", seed=1)
+    rec = faults.inject(state, "mac_address_conflict", "dns_server", seed=1, mechanism="standard")
     assert rec.faulty_devices == sorted(["dns_server", rec.params["victim"]])
     subprocess.run(["ip", "-n", "fl-dns_server", "link", "set", "dev", rec.params["ifname"], "address",
                     rec.params["original_mac"]], check=True)

@@ -162,7 +162,7 @@ def _loadgens() -> list[str]:
             args = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if "loadgen.py" in args and "--tag faultline-" in args:
+        if "loadgen.py" in args and "--tag job-" in args:
             found.append(args)
     return found
 

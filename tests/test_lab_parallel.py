@@ -261,7 +261,7 @@ def test_up_refuses_a_prefix_another_process_is_building():
 SUITE = """suite: par
 incidents:
   - {scenario: simple_bgp, size: s, seed: 1, healthy: true}
-  - {scenario: simple_bgp, size: s, seed: 2, faults: [{label: link_down, target: pc1}]}
+  - {scenario: simple_bgp, size: s, seed: 2, faults: [{label: link_down, target: pc1, mechanism: standard}]}
   - {scenario: simple_bgp, size: s, seed: 3, faults: [{label: bgp_acl_block}]}
 """
 
