@@ -3,7 +3,7 @@
 Every fault here was made by commands written in tests/foreign_cases.py (plain `kill`, `vtysh`, `ip route`,
 `iptables`, `tc`), never by `faultline/lab/faults`, and recorded from the lab with the corpus battery
 (tests/cases/sade/foreign/README.md says how). The replays need no root; tests/test_sade_foreign_live.py makes
-two of them again in the lab and diagnoses what it shows.
+one of them again in the lab and diagnoses what it shows.
 """
 
 from __future__ import annotations
