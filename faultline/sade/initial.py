@@ -237,15 +237,10 @@ def resolve_dependence(session: Session, sym: Symptoms, note: str) -> None:
     """For each failing page whose name resolved but whose server curl never reached (no address to tell it
     by), ask the user's resolver which address the name has: the device that owns it is what the page
     depends on."""
-    from urllib.parse import urlsplit
-
     for url, _ in sym.services:
         if url in sym.depends_on or url in sym.unresolved or sym.source is None or _url_address(url):
             continue
-        out = session.probe("dig", src=sym.source, name=urlsplit(url).hostname or "", note=note)
-        rec = out.record if out is not None else None
-        owners = {d.name for a in (rec.answers if rec is not None and rec.status == "NOERROR" else [])
-                  if a.rtype == "A" and (d := owner_of(session, a.data))}
+        owners = _name_owners(session, sym.source, url, note)
         if owners:
             sym.depends_on[url] = owners
 
@@ -253,15 +248,19 @@ def resolve_dependence(session: Session, sym: Symptoms, note: str) -> None:
 def _resolved_owner(session: Session, src: Device, rec) -> str | None:
     """For a page that failed after its name resolved but whose server curl cannot say (a refused or reset
     connection leaves no address), the device the user's resolver names for it (one `dig`)."""
-    from urllib.parse import urlsplit
-
     if rec.status in ("ok", "dns_error") or _resolver_silent(rec) or _url_address(rec.url):
         return None
-    out = session.probe("dig", src=src.name, name=urlsplit(rec.url).hostname or "",
-                        note="which server the failing page needs")
-    answers = out.record.answers if out is not None and out.record.status == "NOERROR" else []
-    owners = {d.name for a in answers if a.rtype == "A" and (d := owner_of(session, a.data))}
+    owners = _name_owners(session, src.name, rec.url, "which server the failing page needs")
     return owners.pop() if len(owners) == 1 else None
+
+
+def _name_owners(session: Session, src: str, url: str, note: str) -> set[str]:
+    """The devices owning the addresses `src`'s resolver gives the URL's name (one `dig`)."""
+    from urllib.parse import urlsplit
+
+    out = session.probe("dig", src=src, name=urlsplit(url).hostname or "", note=note)
+    answers = out.record.answers if out is not None and out.record.status == "NOERROR" else []
+    return {d.name for a in answers if a.rtype == "A" and (d := owner_of(session, a.data))}
 
 
 def _resolver_silent(rec) -> bool:

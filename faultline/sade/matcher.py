@@ -91,8 +91,8 @@ def match(flags: list[Flag], *, roles: dict[str, str], complete: set[str] = froz
                 m = Match(family=skill.family, fingerprint=fp.id, label=fp.label, device=device, devices=devices,
                           resources=[_resource(fp, device, flags)],
                           priority=fp.priority, fallback=fp.fallback,
-                          evidence=[f.evidence for f in mine if f.kind in fp.all + fp.any])
-                m.kinds = set(fp.all + fp.any)
+                          evidence=[f.evidence for f in mine if f.kind in fp.all + fp.any],
+                          kinds=set(fp.all + fp.any))
                 also.setdefault(device, []).append(m)
                 if device not in best or m.priority > best[device].priority:
                     best[device] = m

@@ -12,7 +12,7 @@ from faultline.sade.index import classify
 from faultline.sade.index_file import load_index
 from faultline.sade.initial import initial_scan
 from faultline.sade.matcher import Match
-from faultline.sade.scans import PHASE_SCANS, PHASES
+from faultline.sade.scans import PHASES, scan_phase
 from faultline.sade.search import Search, fingerprint_of
 from faultline.sade.second_look import second_look
 from faultline.sade.session import Session
@@ -56,9 +56,7 @@ def flat(session: Session) -> list[Match]:
     search = Search.start(session)
     sym = initial_scan(session)
     for phase in PHASES:
-        session.phase = phase
-        for dev in session.devices():
-            PHASE_SCANS[phase](session, dev)
+        scan_phase(session, phase)
     return search.matches(complete=set(search.roles)) or unidentified(session, sym)
 
 
@@ -118,9 +116,7 @@ def deep_scan(search: Search) -> list[Match]:
     phase's non-residual matches, else the residual matches over every device."""
     session = search.session
     for phase in PHASES:
-        session.phase = phase
-        for dev in session.devices():
-            PHASE_SCANS[phase](session, dev)
+        scan_phase(session, phase)
         found = search.findings()
         named = {d for m in found for d in m.devices}
         # a DHCP client's wrong settings may come from the server: wait for phase D to look at it

@@ -15,10 +15,11 @@ from collections import Counter
 from faultline.network.snapshot import client_positions
 from faultline.sade.index import LeadSymptom, classify
 from faultline.sade.index_file import load_index
-from faultline.sade.initial import Symptoms, resolve_dependence
+from faultline.sade.initial import Symptoms, resolve_dependence, service_canary_from
 from faultline.sade.matcher import Match
 from faultline.sade.scans.common import END_ROLES, behind, gateway_router
 from faultline.sade.search import Search
+from faultline.sade.session import Session
 from faultline.sade.skill_search import family_steps, skill_search, triage_look
 
 MAX_SUSPECTS = 2  # isolated devices the second look examines itself
@@ -72,11 +73,9 @@ def second_look(search: Search, sym: Symptoms, found: list[Match]) -> list[Match
     return found + extra
 
 
-def _canaries(session, avoid: set[str], named: set[str]) -> Symptoms | None:
+def _canaries(session: Session, avoid: set[str], named: set[str]) -> Symptoms | None:
     """The second look's service canary from each user position not in `avoid`, up to the session's breadth
     (users, pages each), until one shows a failing page whose leads the answer does not name; None when none does."""
-    from faultline.sade.initial import service_canary_from
-
     breadth = session.breadth
     users = [u for u in client_positions(session.devices()) if u not in avoid]
     for user in users[:breadth.users or None]:
@@ -153,13 +152,10 @@ def sweep_look(search: Search, found: list[Match]) -> list[Match]:
     """The widest second look (setting `sade_second_look_sweep`): every phase's checks on every device, as the flat
     scan runs them, and every other label the matcher then finds (on other devices, or a second fault on one).
     It finds the faults no user position shows, for the flat scan's probe count."""
-    from faultline.sade.scans import PHASE_SCANS, PHASES
+    from faultline.sade.scans import PHASES, scan_phase
 
-    session = search.session
     for phase in PHASES:
-        session.phase = phase
-        for dev in session.devices():
-            PHASE_SCANS[phase](session, dev)
+        scan_phase(search.session, phase)
     labels = {m.label for m in found}
     named = {d for m in found for d in m.devices}
     return [m for m in search.findings() if m.label not in labels

@@ -4,10 +4,6 @@ the session, and compares with the healthy baseline where the backend has one. `
 the name skills use."""
 
 from faultline.sade.scans import answers, control, daemons, host, l2, service
-from faultline.sade.scans.control import control_scan
-from faultline.sade.scans.host import host_scan
-from faultline.sade.scans.l2 import l2_scan
-from faultline.sade.scans.service import service_scan
 from faultline.sade.session import Session
 
 PHASES = ("A", "B", "C", "D")  # the deep scan's phases, bottom-up
@@ -26,8 +22,14 @@ def _phase_scan(phase: str):
 
 PHASE_SCANS = {phase: _phase_scan(phase) for phase in PHASES}
 
-__all__ = ["CHECKS_BY_NAME", "PHASES", "PHASE_CHECKS", "PHASE_SCANS", "control_scan", "host_scan", "l2_scan",
-           "run_check", "service_scan"]
+__all__ = ["CHECKS_BY_NAME", "PHASES", "PHASE_CHECKS", "PHASE_SCANS", "run_check", "scan_phase"]
+
+
+def scan_phase(session: Session, phase: str) -> None:
+    """Every check of `phase` on every device of the network."""
+    session.phase = phase
+    for dev in session.devices():
+        PHASE_SCANS[phase](session, dev)
 
 # every check by name (the names skills use in their `probes:`), with the phase it belongs to
 CHECKS_BY_NAME = {

@@ -37,6 +37,18 @@ def owner_of(session: Session, ip: str) -> Device | None:
     return None
 
 
+def foreign_on_lo(session: Session, dev: Device, addr: str) -> bool:
+    """Whether an address on a router's loopback is not the router's own: a whole subnet, or a single address
+    another device of the network owns (its users' traffic for that address then ends here)."""
+    p = ipv4(addr)
+    if p is None or p[0].startswith("127."):
+        return False
+    if p[1] < 32:
+        return p[0] not in {q[0] for a in dev.addresses if (q := ipv4(a))}
+    owner = owner_of(session, p[0])
+    return owner is not None and owner.name != dev.name
+
+
 def same_subnet(a: str, b: str) -> bool:
     """Whether two "ip/len" addresses sit in the same network (by the first one's prefix length)."""
     pa, pb = ipv4(a), ipv4(b)

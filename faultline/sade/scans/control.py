@@ -16,7 +16,7 @@ from faultline.network.probes import ProbeOutput
 from faultline.network.records import QdiscStats
 from faultline.sade.scans import routing_config
 from faultline.sade.scans.changes import Change
-from faultline.sade.scans.common import flag, ipv4, owner_of, same_subnet
+from faultline.sade.scans.common import flag, foreign_on_lo, ipv4, same_subnet
 from faultline.sade.session import Session
 
 SCAN_FRR, SCAN_TC = "frr_snapshot", "tc_snapshot"
@@ -25,12 +25,6 @@ MIN_DROPS, DROP_SHARE = 50, 0.1  # a shaper dropping at least 50 packets and a t
 DEFAULT_QDISCS = {"noqueue", "fq_codel", "mq", "pfifo_fast", "pfifo", "bfifo", "ingress", "clsact"}
 _NETWORK = re.compile(r"^\s*network (\S+)(?: area (\S+))?", re.MULTILINE)
 _NULL0 = re.compile(r"^ip route (\S+) (?:Null0|blackhole)", re.MULTILINE)
-
-
-def control_scan(session: Session, dev: Device) -> None:
-    """Routers: FRR running configuration and kernel routes; every device: its qdiscs."""
-    for check in CHECKS:
-        check(session, dev)
 
 
 def parse_config(text: str) -> dict:
@@ -119,18 +113,6 @@ def _lo_foreign(session: Session, dev: Device, prefix: str) -> bool:
         return False
     lo = next((i for i in out.record.interfaces if i.ifname == "lo"), None)
     return bool(lo and prefix in lo.addresses and foreign_on_lo(session, dev, prefix))
-
-
-def foreign_on_lo(session: Session, dev: Device, addr: str) -> bool:
-    """Whether an address on a router's loopback is not the router's own: a whole subnet, or a single address
-    another device of the network owns (its users' traffic for that address then ends here)."""
-    p = ipv4(addr)
-    if p is None or p[0].startswith("127."):
-        return False
-    if p[1] < 32:
-        return p[0] not in {q[0] for a in dev.addresses if (q := ipv4(a))}
-    owner = owner_of(session, p[0])
-    return owner is not None and owner.name != dev.name
 
 
 def _kernel_blackholes(session: Session, dev: Device) -> None:

@@ -16,12 +16,6 @@ from faultline.sade.session import Session
 SCAN = "host_path_snapshot"
 
 
-def host_scan(session: Session, dev: Device) -> None:
-    """Default route, resolver, DHCP lease (end devices only)."""
-    for check in CHECKS:
-        check(session, dev)
-
-
 def dhcp_client(session: Session, dev: Device) -> bool:
     """Hosts of a network with a DHCP server take their address, gateway and resolver from it."""
     return dev.role == "host" and bool(session.devices("dhcp"))

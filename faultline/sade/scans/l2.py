@@ -14,17 +14,20 @@ from faultline.network.devices import Device
 from faultline.network.filters import merged_rules, through_jumps
 from faultline.network.records import FilterRule
 from faultline.network.validate import IPTABLES_TABLES
-from faultline.sade.scans.common import flag, gateway_router, ipv4, is_end, owner_of, same_subnet, unreached
+from faultline.sade.scans.common import (
+    flag,
+    foreign_on_lo,
+    gateway_router,
+    ipv4,
+    is_end,
+    owner_of,
+    same_subnet,
+    unreached,
+)
 from faultline.sade.session import Session
 
 SCAN = "l2_snapshot"
 SKIP_IFACES = ("lo",)
-
-
-def l2_scan(session: Session, dev: Device) -> None:
-    """Interfaces and addresses, neighbours (end devices), then the packet filter."""
-    for check in CHECKS:
-        check(session, dev)
 
 
 def _interfaces(session: Session, dev: Device) -> None:
@@ -68,8 +71,6 @@ def _interfaces(session: Session, dev: Device) -> None:
         _addresses(session, dev, now)
     _carrier_changes(session, dev, now)
     if dev.role in ("router", "switch") and "lo" in now:
-        from faultline.sade.scans.control import foreign_on_lo
-
         for addr in now["lo"].addresses:
             if foreign_on_lo(session, dev, addr):
                 flag(session, SCAN, dev, "lo_foreign_prefix", f"lo: inet {addr} (not in the device's addressing)",

@@ -22,12 +22,6 @@ DAEMON = {"dns": "dnsmasq", "dhcp": "dnsmasq", "web": "nginx", "lb": "nginx", "b
 _ACCESS = re.compile(r"^(\S+) \S+ \S+ \[([^\]]+)\]", re.MULTILINE)  # combined/common log format
 
 
-def service_scan(session: Session, dev: Device) -> None:
-    """Processes and CPU caps on every device; service configuration on service devices."""
-    for check in CHECKS:
-        check(session, dev)
-
-
 def _processes(session: Session, dev: Device) -> None:
     out = session.probe("processes", dev=dev.name, note="process list")
     if out is None or unreached(session, SCAN_P, dev, out):
