@@ -98,6 +98,14 @@ class Suite(BaseModel):
         return ids
 
 
+def write_suite(name: str, doc: dict[str, Any], comment: str) -> Path:
+    """Write a generated suite to `SUITES_DIR/NAME.yml`: `comment` (the lines saying how it was made, each starting
+    with `# `) above the YAML of `doc`."""
+    path = SUITES_DIR / f"{name}.yml"
+    path.write_text(comment + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120))
+    return path
+
+
 def suite_names() -> list[str]:
     """The built-in suites."""
     return sorted(p.stem for p in SUITES_DIR.glob("*.yml"))
