@@ -270,6 +270,11 @@ class Settings(BaseSettings):
         False, description="After an answer, every check on every device (the flat scan's probe count) for the "
         "faults no user position shows (docs/benchmarks.md, the second look's trade-off)."
     )
+    sade_second_look_routes: Literal["off", "seen", "first_hop"] = Field(
+        "seen", description="After an answer, the routing tables' leads (a next hop lost since the baseline, a new "
+        "or narrower prefix) followed to the router they point at: `seen` reads only the tables the diagnosis has "
+        "read, `first_hop` reads one user's first hop when it has read none (one probe more), `off` (docs/sade.md)."
+    )
     sade_max_turns: int = Field(
         20, ge=1, description="Turn budget of the SADE `llm` policy, at least 1 (one model decision per turn; "
         "refused actions count); a single reminder is given at half the budget."

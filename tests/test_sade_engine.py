@@ -356,13 +356,15 @@ def test_a_page_whose_server_the_answer_cut_off_starts_no_second_search() -> Non
 
 
 def test_the_second_look_sweep_finds_a_second_fault_no_user_position_shows() -> None:
-    """sample-backlog-044: a user without an address and a BGP filter on a redundant router. The default second
-    look answers the user's fault alone; the sweep (setting sade_second_look_sweep) runs every check on every
-    device after the answer and names both, for the flat scan's probe count."""
+    """sample-backlog-044: a user without an address and a BGP filter on a redundant router. The users' second
+    look (the routes look off) answers the user's fault alone; the sweep (setting sade_second_look_sweep) runs
+    every check on every device after the answer and names both, for the flat scan's probe count (the routes look
+    finds it for less: tests/test_sade_route_look.py)."""
     from faultline.sade.session import Breadth
 
     folder = SAMPLE / "backlog/sample-backlog-044"
-    narrow = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
+    narrow = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name,
+                      breadth=Breadth(routes="off"))
     wide = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name,
                     breadth=Breadth(sweep=True))
     assert narrow.submission.v1.root_cause_name == ["host_missing_ip"]

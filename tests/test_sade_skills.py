@@ -122,3 +122,14 @@ def test_a_switch_port_down_in_front_of_a_running_host_is_a_link_down_not_a_cras
              _f("sw", "switch_port_down", ifname="eth3")]
     [m] = match(flags, roles=ROLES)
     assert (m.label, m.devices) == ("link_down", ["h1", "sw"])
+
+
+def test_a_user_without_an_address_is_its_own_fault_beside_a_dead_dhcp_server() -> None:
+    """A dead DHCP server leaves the leases its users hold: a user with no address at all is a fault of its own
+    (two-faults-new-009); a server without the user's range names the user itself, and that explains it."""
+    host = [_f("h1", "no_ipv4"), _f("h1", "dhcp_no_lease")]
+    found = match(host + [_f("dhcp", "daemon_missing")], roles=ROLES)
+    assert sorted((m.label, tuple(m.devices)) for m in found) == [("dhcp_service_down", ("dhcp",)),
+                                                                  ("host_missing_ip", ("h1",))]
+    found = match(host + [_f("dhcp", "dhcp_subnet_missing", host="h1")], roles=ROLES)
+    assert [(m.label, m.devices) for m in found] == [("dhcp_missing_subnet", ["dhcp", "h1"])]

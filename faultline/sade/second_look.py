@@ -4,8 +4,9 @@ One fault can hide another's symptom. The isolated devices the answer explains o
 look of their own; every failing pair the answer cannot explain (neither end named nor cut off by it, nor behind
 a router it names) is a lead of its own; then the service canary (which the initial scan skips when pairs fail)
 runs from the user positions the answer leaves untouched (`Breadth`: how many, how many pages each), and a
-service failure whose owner the answer does not name is a lead of its own. A fault found this way in another
-place is submitted too. docs/sade.md#the-deterministic-policy (step 7).
+service failure whose owner the answer does not name is a lead of its own; when none of that finds anything, the
+routing tables' leads (`route_look`). A fault found this way in another place is submitted too.
+docs/sade.md#the-deterministic-policy (step 7).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from faultline.sade.index import LeadSymptom, classify
 from faultline.sade.index_file import load_index
 from faultline.sade.initial import Symptoms, resolve_dependence, service_canary_from
 from faultline.sade.matcher import Match
+from faultline.sade.route_look import routes_look
 from faultline.sade.scans.common import END_ROLES, behind, gateway_router
 from faultline.sade.search import Search
 from faultline.sade.session import Session
@@ -28,15 +30,21 @@ MAX_PAIR_LEADS = 2  # leads drawn from the failing pairs the answer does not exp
 
 def second_look(search: Search, sym: Symptoms, found: list[Match]) -> list[Match]:
     """The answer `found`, plus what the second look finds elsewhere (see the module docstring); `found` alone
-    when the initial scan saw no failing pair or the answer is only residual."""
+    when the answer is only residual."""
     if not any(not m.fallback for m in found):
         return found
     if search.session.breadth.own_device:
         found = found + own_device_look(search, found)
     if search.session.breadth.sweep:
         return found + sweep_look(search, found)
-    if not sym.failing:
-        return found
+    more = _users_look(search, sym, found) if sym.failing else []
+    if not more and search.session.breadth.routes != "off":
+        more = routes_look(search, found)
+    return found + more
+
+
+def _users_look(search: Search, sym: Symptoms, found: list[Match]) -> list[Match]:
+    """What the users' failing pairs and pages show that `found` does not explain: the new matches."""
     session, index = search.session, load_index()
     named = {d for m in found for d in m.devices}
     isolated = {f.device for f in session.flags if f.kind == "isolated" and f.device}
@@ -44,10 +52,10 @@ def second_look(search: Search, sym: Symptoms, found: list[Match]) -> list[Match
     cut_off = behind(session, {d for d in named if search.roles.get(d) in index.roles.infrastructure})
     hidden = isolated_look(search, found, isolated - named - cut_off)
     if hidden:
-        return found + hidden
+        return hidden
     hidden = unexplained_pairs_look(search, sym, found, cut_off)
     if hidden:
-        return found + hidden
+        return hidden
     gone = named | isolated | cut_off
     users = client_positions(session.devices())
     # every user behind the router the answer names: ask from one that still reaches its peers; a page
@@ -55,10 +63,10 @@ def second_look(search: Search, sym: Symptoms, found: list[Match]) -> list[Match
     avoid = gone if any(u not in gone for u in users) else named | isolated
     seen = _canaries(session, avoid, named)
     if seen is None:
-        return found
+        return []
     resolve_dependence(session, seen, note="second look: which server the page needs")
     if all(seen.depends_on.get(url) and seen.depends_on[url] <= gone for url, _ in seen.services):
-        return found  # the pages fail for want of a server (or name server) the answer already cuts off
+        return []  # the pages fail for want of a server (or name server) the answer already cuts off
     leads = [x for x in classify(session, seen) if x.kind in index.service_symptoms and x.lead not in named]
     # the answer's devices would "explain" the new leads at once: matches there count for nothing
     follow = search.follow_up(leads, ignore=named)
@@ -70,7 +78,7 @@ def second_look(search: Search, sym: Symptoms, found: list[Match]) -> list[Match
                   and not set(m.devices) & named and m not in extra]
         if extra:
             break
-    return found + extra
+    return extra
 
 
 def _canaries(session: Session, avoid: set[str], named: set[str]) -> Symptoms | None:

@@ -27,13 +27,15 @@ def _key(name: str, args: dict[str, Any]) -> str:
 @dataclass(frozen=True)
 class Breadth:
     """How far the second look asks after an answer: from how many user positions the answer leaves reachable
-    (0 = every one), how many pages each, and whether the answered devices get a look of their own (settings
-    `sade_second_look_users`, `sade_second_look_pages`, `sade_second_look_own_device`)."""
+    (0 = every one), how many pages each, whether the answered devices get a look of their own, whether the routing
+    tables' leads are followed (settings `sade_second_look_users`, `sade_second_look_pages`,
+    `sade_second_look_own_device`, `sade_second_look_sweep`, `sade_second_look_routes`)."""
 
     users: int = 0
     pages: int = 1
     own_device: bool = False  # the answered devices' own look for a second fault on them
     sweep: bool = False  # every check on every device after the answer (the flat scan's cost)
+    routes: str = "seen"  # the routing tables' leads after the answer: off | seen | first_hop (sade.route_look)
 
 
 @dataclass

@@ -73,7 +73,8 @@ def run_sade(settings: Settings, incident: IncidentRef, *, conn: duckdb.DuckDBPy
         diag = diagnose(backend, incident_id=incident.incident_id, method=method, policy=policy_name,
                         run_policy=run_policy, ticket=ticket,
                         breadth=Breadth(settings.sade_second_look_users, settings.sade_second_look_pages,
-                                        settings.sade_second_look_own_device, settings.sade_second_look_sweep))
+                                        settings.sade_second_look_own_device, settings.sade_second_look_sweep,
+                                        settings.sade_second_look_routes))
     if diag.status == "error" and on_error == "fail":  # the backend failed: a failure row, not an answer
         raise FaultlineError(f"SADE could not probe {incident.incident_id}: {diag.error}",
                              fix="check the incident's snapshot file or the lab")
