@@ -370,3 +370,17 @@ def test_the_second_look_sweep_finds_a_second_fault_no_user_position_shows() -> 
     assert narrow.submission.v1.root_cause_name == ["host_missing_ip"]
     assert sorted(wide.submission.v1.root_cause_name) == ["bgp_acl_block", "host_missing_ip"]
     assert wide.probe_calls > 3 * narrow.probe_calls
+
+
+def test_a_drop_route_is_judged_with_the_routing_configuration_that_may_hold_it() -> None:
+    """two-faults-new-003: the leaf drops 10.1.1.8/30, and its FRR configuration holds that Null0 static and
+    announces it: a leak, not a static blackhole set beside the routing daemon. The kernel routes alone cannot
+    tell the two apart, so before judging a drop route the check reads the running configuration when no step has
+    yet (one probe); a blackhole set with `ip route` alone stays host_static_blackhole (sample-backlog-024)."""
+    folder = CASES_DIR / "two-faults-new-003"
+    diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
+    assert sorted(diag.submission.v1.root_cause_name) == ["bgp_blackhole_route_leak", "host_missing_ip"]
+    assert "leaf_0_0" in diag.submission.v1.faulty_devices
+    folder = SAMPLE / "backlog/sample-backlog-024"
+    diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
+    assert diag.submission.v1.root_cause_name == ["host_static_blackhole"]

@@ -122,7 +122,11 @@ def _kernel_blackholes(session: Session, dev: Device) -> None:
     if out is None:
         return
     cfg = session.seen("vtysh_show", dev=dev.name, command="show running-config")
-    null0 = set(parse_config(cfg.raw)["null0"]) if cfg else set()
+    if cfg is None and any(r.type in DROP_TYPES for r in out.record.routes):
+        # whose drop route is it: a Null0 static FRR holds (and may announce) or one set beside it? ask FRR first
+        _frr(session, dev)
+        cfg = session.seen("vtysh_show", dev=dev.name, command="show running-config")
+    null0 = set(parse_config(cfg.raw)["null0"]) if cfg and "Current configuration" in cfg.raw else set()
     for r in out.record.routes:
         if r.type in ("blackhole", "unreachable", "prohibit") and r.dst not in null0:
             connected = any(same_subnet(a, r.dst.split("/")[0] + "/32") and ipv4(a) and ipv4(a)[1] < 31  # type: ignore[index]
