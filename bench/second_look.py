@@ -3,7 +3,7 @@ positions and more pages (settings `sade_second_look_users`, `sade_second_look_p
 reads no table, the tables already read, or one user's first hop besides (`sade_second_look_routes`).
 
 For each corpus and each breadth (routes: off, seen, first_hop; users: 1, 2, every one; pages: 1, 2, 4; the
-own-device look; the full sweep):
+own-device look off, on silenced devices, always; the full sweep):
 SADE's RCA F1 and localisation F1 over
 the corpus and over its two-fault incidents alone, the median and p90 probes, and how many two-fault incidents
 were answered with both faults. Run it on a two-fault suite from new seeds
@@ -29,13 +29,13 @@ from faultline.sade.evaluate import evaluate_corpus  # noqa: E402
 from faultline.sade.scoring import summarise  # noqa: E402
 
 # (routes, users, pages, own-device look, sweep); users 0 = every position
-BREADTHS = (("off", 0, 1, False, False), ("seen", 1, 1, False, False), ("seen", 2, 1, False, False),
-            ("seen", 0, 1, False, False), ("seen", 0, 2, False, False), ("seen", 0, 4, False, False),
-            ("first_hop", 0, 1, False, False), ("seen", 0, 1, True, False), ("first_hop", 0, 1, True, False),
-            ("seen", 0, 1, False, True))
+BREADTHS = (("off", 0, 1, "off", False), ("seen", 0, 1, "off", False), ("seen", 1, 1, "silenced", False),
+            ("seen", 2, 1, "silenced", False), ("seen", 0, 1, "silenced", False), ("seen", 0, 2, "silenced", False),
+            ("seen", 0, 4, "silenced", False), ("first_hop", 0, 1, "silenced", False),
+            ("seen", 0, 1, "always", False), ("first_hop", 0, 1, "always", False), ("seen", 0, 1, "silenced", True))
 
 
-def point(corpus: Path, routes: str, users: int, pages: int, own: bool, sweep: bool) -> dict[str, Any]:
+def point(corpus: Path, routes: str, users: int, pages: int, own: str, sweep: bool) -> dict[str, Any]:
     """One breadth's figures on one corpus."""
     settings = Settings(sade_second_look_users=users, sade_second_look_pages=pages, sade_second_look_routes=routes,
                         sade_second_look_own_device=own, sade_second_look_sweep=sweep, progress=False)
@@ -63,12 +63,12 @@ def main(argv: list[str] | None = None) -> None:
         return
     for corpus, points in report.items():
         print(f"\n== {corpus}")
-        print(f"{'routes':>9} {'users':>5} {'pages':>5} {'own':>3} {'sweep':>5} {'RCA F1':>7} {'loc F1':>7} "
+        print(f"{'routes':>9} {'users':>5} {'pages':>5} {'own':>8} {'sweep':>5} {'RCA F1':>7} {'loc F1':>7} "
               f"{'2-fault RCA':>11} {'both named':>10} {'med probes':>10} {'p90':>5}")
         for p in points:
             two = f"{p['two_fault_rca_f1']:.3f}" if p["two_fault_rca_f1"] is not None else "-"
-            own, sweep = ("yes" if p[k] else "no" for k in ("own_device", "sweep"))
-            print(f"{p['routes']:>9} {p['users']:>5} {p['pages']:>5} {own:>3} {sweep:>5} {p['rca_f1']:>7.3f} "
+            own, sweep = p["own_device"], "yes" if p["sweep"] else "no"
+            print(f"{p['routes']:>9} {p['users']:>5} {p['pages']:>5} {own:>8} {sweep:>5} {p['rca_f1']:>7.3f} "
                   f"{p['loc_f1']:>7.3f} {two:>11} {p['two_fault_both_named']:>4}/{p['two_fault_n']:<5} "
                   f"{p['median_probes']:>10} {p['p90_probes']:>5}")
 

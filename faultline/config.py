@@ -262,9 +262,11 @@ class Settings(BaseSettings):
     sade_second_look_pages: int = Field(
         1, ge=1, description="Pages each user position of the second look's service canary asks for."
     )
-    sade_second_look_own_device: bool = Field(
-        False, description="After an answer, the devices it names get the own-device look for a second fault of "
-        "their own (a few probes on every answer; docs/benchmarks.md, the second look's trade-off)."
+    sade_second_look_own_device: Literal["off", "silenced", "always"] = Field(
+        "silenced", description="After an answer, the devices it names get a look of their own for a second fault "
+        "there: `silenced` only a device the answer cuts off from every peer (its link counters), `always` every "
+        "answered end device (its interfaces, link counters, filters, qdiscs, access log; probes on every answer), "
+        "`off`. true/false read as always/off (docs/benchmarks.md, the second look's trade-off)."
     )
     sade_second_look_sweep: bool = Field(
         False, description="After an answer, every check on every device (the flat scan's probe count) for the "
@@ -349,6 +351,14 @@ class Settings(BaseSettings):
     @classmethod
     def _old_runner_name(cls, value: Any) -> Any:
         return "processes" if value == "dask" else value  # the name before the runners were split
+
+    @field_validator("sade_second_look_own_device", mode="before")
+    @classmethod
+    def _own_device_was_a_switch(cls, value: Any) -> Any:
+        # the setting was a true/false switch before the `silenced` look (env values arrive as strings)
+        if isinstance(value, bool) or str(value).lower() in ("true", "false", "1", "0"):
+            return "always" if str(value).lower() in ("true", "1") else "off"
+        return value
 
     @field_validator("log_timezone", "ticket_timezone")
     @classmethod

@@ -60,3 +60,18 @@ def test_unknown_setting_is_rejected(tmp_path):
 def test_every_setting_has_help_text():
     for name, field in Settings.model_fields.items():
         assert field.description and len(field.description) > 10, f"setting {name} lacks a description"
+
+
+def test_the_own_device_look_reads_its_old_true_false_values(tmp_path, monkeypatch):
+    """sade_second_look_own_device was a switch before the `silenced` look: a file or environment that still says
+    true or false keeps meaning every answered device or none; a word it does not know is a clear error."""
+    config = tmp_path / "faultline.toml"
+    config.write_text("sade_second_look_own_device = true\n")
+    assert load_settings(config).sade_second_look_own_device == "always"
+    monkeypatch.setenv("FAULTLINE_SADE_SECOND_LOOK_OWN_DEVICE", "false")
+    assert load_settings(config).sade_second_look_own_device == "off"
+    monkeypatch.delenv("FAULTLINE_SADE_SECOND_LOOK_OWN_DEVICE")
+    assert load_settings().sade_second_look_own_device == "silenced"
+    monkeypatch.setenv("FAULTLINE_SADE_SECOND_LOOK_OWN_DEVICE", "sometimes")
+    with pytest.raises(FaultlineError, match="sade_second_look_own_device"):
+        load_settings()

@@ -71,8 +71,11 @@ def test_symptom_first_looks_at_the_isolated_device_and_stops_at_the_fingerprint
     assert diag.steps[0].tool == "reachability" and diag.steps[0].phase == "initial"
     assert [(s.tool, s.args.get("dev")) for s in diag.steps[1:2]] == [("ip_addr", "host_2")]
     assert "triage host_isolated" in diag.steps[1].note and diag.steps[1].flags == ["ip_wrong"]
-    # then at most the second look: up to two service requests from a user the answer leaves untouched
-    rest = diag.steps[2:]
+    # then the second look: the link counters of the host the answer cuts off (a flap the fault would hide), and
+    # up to two service requests from a user the answer leaves untouched
+    assert [(s.tool, s.args.get("dev")) for s in diag.steps[2:3]] == [("link_counters", "host_2")]
+    assert diag.steps[2].note.startswith("second look: the answer's own host_2")
+    rest = diag.steps[3:]
     assert [s.tool for s in rest] == ["http_get"] * len(rest) and len(rest) <= 2
     assert all(s.note == "second look: service canary" and s.args["src"] != "host_2" and not s.flags for s in rest)
 
@@ -384,3 +387,34 @@ def test_a_drop_route_is_judged_with_the_routing_configuration_that_may_hold_it(
     folder = SAMPLE / "backlog/sample-backlog-024"
     diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
     assert diag.submission.v1.root_cause_name == ["host_static_blackhole"]
+
+
+def test_a_device_the_answer_cuts_off_gets_its_link_counters_read_for_a_flap_the_fault_hides() -> None:
+    """two-faults-new-014: an ARP filter on host_1_1_1_1 drops everything, so its flapping link shows no loss of
+    its own. The answer silences the host; its own look reads the link counters and names the flap too. With the
+    own-device look off the answer is the filter alone."""
+    from faultline.sade.session import Breadth
+
+    folder = CASES_DIR / "two-faults-new-014"
+    diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
+    assert sorted(diag.submission.v1.root_cause_name) == ["arp_acl_block", "link_flap"]
+    assert diag.submission.v1.faulty_devices == ["host_1_1_1_1"]
+    off = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name,
+                   breadth=Breadth(own_device="off"))
+    assert off.submission.v1.root_cause_name == ["arp_acl_block"]
+
+
+def test_a_lead_of_failing_pings_skips_checks_no_ping_depends_on() -> None:
+    """sample-backlog-001 and -007: a host cut off from every peer. A filter on one of its peers would explain one
+    pair, not the isolation, and its resolver cannot stop a ping: neither is read on the way to the answer."""
+    for name in ("sample-backlog-001", "sample-backlog-007"):
+        folder = SAMPLE / "backlog" / name
+        diag = diagnose(snapshot_backend(folder / "snapshot.json.gz"), incident_id=folder.name)
+        assert diag.submission.v1.root_cause_name == json.loads((folder / "ground_truth.json").read_text())["v1"][
+            "root_cause_names"]
+        lead = diag.steps[1].args["dev"]
+        skill_steps = [s for s in diag.steps if "-> skill" in s.note]
+        assert not [s for s in skill_steps if s.tool == "read_file" and "resolv.conf" in s.args.get("path", "")]
+        devices = snapshot_backend(folder / "snapshot.json.gz").devices()
+        users = {d.name for d in devices if d.role in ("host", "client")}
+        assert not [s for s in skill_steps if s.tool == "nft_ruleset" and s.args["dev"] in users - {lead}]

@@ -78,7 +78,7 @@ def test_actions_the_phase_does_not_allow_are_refused_and_cost_a_turn(fast):
     assert len(fake.requests) == 4
     told = [user_text(r).split("Result of your last action:\n")[1].split("\n")[0] for r in fake.requests[1:]]
     assert told[0] == ("refused: 'frr_config' is a phase B check and the current phase is A; phase A checks are "
-                       "['filters', 'interfaces', 'neighbours'] or 'all'")
+                       "['filters', 'interfaces', 'link_counters', 'neighbours'] or 'all'")
     assert told[1] == "refused: phase D needs phase(s) A, B, C scanned at least once first"
     assert told[2].startswith("refused: no fingerprint matches yet")
     assert "Turn 4 of 4 (1 left" in user_text(fake.requests[3])

@@ -100,6 +100,9 @@ def targets(session: Session, on: str, lead: LeadSymptom) -> list[str]:
         gw = gateway_router(session, dev)
         return [gw.name] if gw else []
     if on == "peers":
+        # a device cut off from every peer: a fault on one peer would explain one pair, not the isolation
+        if lead.kind == "host_isolated" and len(lead.peers) > 1:
+            return []
         return lead.peers[:2]
     if on == "senders":
         return lead.peers[:3]

@@ -72,7 +72,9 @@ class FaultIndex(_Closed):
     isolated_look: list[str]  # the second look's checks on an isolated device
     isolated_gateway_look: list[str] = Field(default_factory=list)  # ... then on its first hop
     own_look: list[str] = Field(default_factory=list)  # the own-device look's checks on an answered device
+    silenced_look: list[str] = Field(default_factory=list)  # ... on an answered device cut off from every peer
     route_suspect_look: list[str] = Field(default_factory=list)  # the routes look's checks on a router they point at
+    ping_blind_checks: frozenset[str] = frozenset()  # checks that read nothing a ping between two hosts needs
     quiet_on_pings: frozenset[str] = frozenset()  # labels whose fault cannot stop a ping: no failing pair's cause
 
     @model_validator(mode="after")
@@ -83,7 +85,7 @@ class FaultIndex(_Closed):
             raise ValueError(f"symptom kinds {sorted(unknown_kinds)} are not under `symptoms:`")
         checks = {*self.triage.values(), *self.protocol_free_checks, *self.pressure_sweep.checks,
                   *self.isolated_look, *self.isolated_gateway_look,
-                  *self.own_look, *self.route_suspect_look}
+                  *self.own_look, *self.silenced_look, *self.route_suspect_look, *self.ping_blind_checks}
         if checks - set(CHECKS_BY_NAME):
             raise ValueError(f"checks {sorted(checks - set(CHECKS_BY_NAME))} are not checks of "
                              f"faultline.sade.scans (one of: {', '.join(sorted(CHECKS_BY_NAME))})")

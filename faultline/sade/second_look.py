@@ -33,7 +33,7 @@ def second_look(search: Search, sym: Symptoms, found: list[Match]) -> list[Match
     when the answer is only residual."""
     if not any(not m.fallback for m in found):
         return found
-    if search.session.breadth.own_device:
+    if search.session.breadth.own_device != "off":
         found = found + own_device_look(search, found)
     if search.session.breadth.sweep:
         return found + sweep_look(search, found)
@@ -141,15 +141,21 @@ MAX_OWN = 2  # answered devices the own-device look examines
 
 
 def own_device_look(search: Search, found: list[Match]) -> list[Match]:
-    """A second fault on a device the answer already names (a shaper beside a filter on one host, a flood on a
-    shaped server): its end devices (at most MAX_OWN) get the index's `own_look` checks, and another label whose
-    evidence shares nothing with the first (the matcher's rule) is answered too. Off by default (setting
-    `sade_second_look_own_device`): it costs probes on every answer, for faults no user sees apart."""
+    """A second fault on a device the answer already names (a flapping link behind a filter that cuts the host off,
+    a shaper beside it, a flood on a shaped server): its end devices (at most MAX_OWN) get a look of their own, and
+    another label whose evidence shares nothing with the first (the matcher's rule) is answered too. Breadth
+    `own_device`: `silenced` (the default) looks only at a device the answer leaves failing with every peer - a
+    fault that silences it hides whatever else is wrong there - with the index's `silenced_look` checks; `always`
+    looks at every answered end device with the `own_look` checks (more probes on every answer)."""
     labels = {m.label for m in found}
+    index, breadth = load_index(), search.session.breadth.own_device
     named = [d for m in found for d in m.devices if search.roles.get(d) in END_ROLES]
+    if breadth == "silenced":
+        named = [d for d in named if search.session.has("isolated", d)]
+    checks = index.own_look if breadth == "always" else index.silenced_look
     new: list[Match] = []
     for name in list(dict.fromkeys(named))[:MAX_OWN]:
-        for check in load_index().own_look:
+        for check in checks:
             search.run(check, name, f"second look: the answer's own {name}")
         new += [m for m in search.findings() if m.label not in labels | {x.label for x in new}
                 and name in m.devices]

@@ -33,7 +33,7 @@ class Breadth:
 
     users: int = 0
     pages: int = 1
-    own_device: bool = False  # the answered devices' own look for a second fault on them
+    own_device: str = "silenced"  # the answered devices' own look: off | silenced (cut off from every peer) | always
     sweep: bool = False  # every check on every device after the answer (the flat scan's cost)
     routes: str = "seen"  # the routing tables' leads after the answer: off | seen | first_hop (sade.route_look)
 

@@ -79,6 +79,9 @@ def family_steps(search: Search, lead: LeadSymptom, far: bool) -> Iterator[list[
     touched = search.touched.setdefault(lead.lead, {lead.lead})
     # what the lead's own triage look raised points first (a DHCP client's settings: the server that gave them)
     queue, started = redirects(session, touched) + families_for(lead.kind), set()
+    # a lead of failing pings skips the checks that read nothing a ping depends on (a resolver)
+    index = load_index()
+    blind, service_kinds = index.ping_blind_checks, index.service_symptoms
     while queue:
         family = queue.pop(0)
         if family in started:
@@ -88,7 +91,7 @@ def family_steps(search: Search, lead: LeadSymptom, far: bool) -> Iterator[list[
         if not probes:
             continue
         for probe in probes:
-            if (probe.on in FAR_TARGETS) != far:
+            if (probe.on in FAR_TARGETS) != far or (probe.check in blind and lead.kind not in service_kinds):
                 continue
             for device in targets(session, probe.on, lead):
                 touched.add(device)

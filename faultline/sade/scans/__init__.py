@@ -34,6 +34,7 @@ def scan_phase(session: Session, phase: str) -> None:
 # every check by name (the names skills use in their `probes:`), with the phase it belongs to
 CHECKS_BY_NAME = {
     "interfaces": ("A", l2._interfaces), "filters": ("A", l2._filters), "neighbours": ("A", l2._neighbours),
+    "link_counters": ("A", l2._link_counters),
     "frr_config": ("B", control._frr), "qdiscs": ("B", control._qdiscs),
     "kernel_routes": ("B", control._kernel_blackholes), "routing_daemons": ("B", daemons._routing_daemons),
     "default_route": ("C", host._default_route), "resolver": ("C", host._resolver), "dhcp_lease": ("C", host._dhcp),

@@ -82,13 +82,23 @@ def _interfaces(session: Session, dev: Device) -> None:
 FLAPS_DOWN, FLAPS_UP = 3, 2
 
 
-def _carrier_changes(session: Session, dev: Device, now: dict) -> None:
+def _link_counters(session: Session, dev: Device) -> None:
+    """The link counters whatever the interfaces show (the own-device look: a link that flaps behind a filter
+    that already cuts the device off shows no loss of its own)."""
+    out = session.probe("ip_addr", dev=dev.name, note="interfaces, state, addresses")
+    if out is None or unreached(session, SCAN, dev, out):
+        return
+    _carrier_changes(session, dev, {i.ifname: i for i in out.record.interfaces if i.ifname not in dev.management},
+                     always=True)
+
+
+def _carrier_changes(session: Session, dev: Device, now: dict, *, always: bool = False) -> None:
     """A link that goes down and up: its carrier-change counter far above the baseline's. Read (one `ip -s link`)
-    only when this look saw a link down or without carrier, or the device loses part of its traffic: a flapping
-    link caught in its down phase reads as down, and in its up phase as loss now and then."""
+    only when this look saw a link down or without carrier, or the device loses part of its traffic (or `always`):
+    a flapping link caught in its down phase reads as down, and in its up phase as loss now and then."""
     odd = any(session.has(kind, dev.name) for kind in ("iface_admin_down", "iface_no_carrier", "switch_port_down",
                                                        "partial_loss"))
-    if not odd:
+    if not odd and not always:
         return
     out = session.probe("link_counters", dev=dev.name, note="link counters (carrier changes)")
     if out is None:
