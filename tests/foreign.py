@@ -55,6 +55,11 @@ class ForeignCase:
     what: str  # what the commands did, in a NOC's words (kept in the ground truth)
     symptom: Callable[[Any, Any], str | None] | None = None  # (ctx, case) -> why it does not show yet, None = shows
     resources: tuple[str, ...] = field(default=())  # v2 resource ids; default node/<device>
+    also: tuple[ForeignCase, ...] = ()  # a second fault made at the same time (its own commands, label and devices)
+
+    def faults(self) -> tuple[ForeignCase, ...]:
+        """This fault and the ones made beside it."""
+        return (self, *self.also)
 
 
 def _run(case: ForeignCase, cmd: Cmd, state: Any, ctx: Any) -> subprocess.Popen | None:
@@ -111,7 +116,7 @@ def record_case(case: ForeignCase, folder: Path, settings: Any, *, timeout: floa
         base, _ = snapshot.record(ctx, calls, scenario=case.scenario, size="s", phase="baseline")
         snapshot.save(base, out / "baseline.json.gz")
         fault_at = datetime.now(timezone.utc)
-        for cmd in case.commands:
+        for cmd in (c for fault in case.faults() for c in fault.commands):
             proc = _run(case, cmd, state, ctx)
             if proc is not None:
                 background.append(proc)
@@ -141,14 +146,20 @@ def record_case(case: ForeignCase, folder: Path, settings: Any, *, timeout: floa
 def _write_truth(case: ForeignCase, out: Path, fault_at: datetime) -> None:
     from faultline.nika.labels import v2_fault_type
 
-    resources = case.resources or tuple(f"node/{d}" for d in case.devices)
+    faults = case.faults()
+    devices = list(dict.fromkeys(d for f in faults for d in f.devices))
+    labels = [f.label for f in faults]
+    v1: dict[str, Any] = {"is_anomaly": True, "faulty_devices": devices,
+                          "root_cause_name": labels[0] if len(labels) == 1 else "multiple_faults"}
+    if len(labels) > 1:
+        v1["root_cause_names"] = labels
     truth = {
-        "v1": {"is_anomaly": True, "faulty_devices": list(case.devices), "root_cause_name": case.label},
-        "v2": [{"fault_type": v2_fault_type(case.label), "resource_id": r} for r in resources],
-        "faults": [{"label": case.label, "target": case.devices[0], "mechanism": case.what,
-                    "mechanism_id": "commands", "v1": {"is_anomaly": True, "faulty_devices": list(case.devices),
-                                                       "root_cause_name": case.label},
-                    "commands": [{"device": c.device, "shell": c.shell} for c in case.commands]}],
+        "v1": v1,
+        "v2": [{"fault_type": v2_fault_type(f.label), "resource_id": r}
+               for f in faults for r in (f.resources or tuple(f"node/{d}" for d in f.devices))],
+        "faults": [{"label": f.label, "target": f.devices[0], "mechanism": f.what, "mechanism_id": "commands",
+                    "v1": {"is_anomaly": True, "faulty_devices": list(f.devices), "root_cause_name": f.label},
+                    "commands": [{"device": c.device, "shell": c.shell} for c in f.commands]} for f in faults],
     }
     (out / "ground_truth.json").write_text(json.dumps(truth, indent=2, sort_keys=True) + "\n")
     info = {"incident_id": f"foreign-{case.name}", "scenario": case.scenario, "size": "s", "status": "valid",

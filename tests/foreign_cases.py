@@ -49,6 +49,29 @@ def _flapped(ctx: Any, device: str, ifname: str, times: int) -> str | None:
     return None if counts.get(ifname, 0) >= times else f"{ifname} changed carrier {counts.get(ifname, 0)} times so far"
 
 
+def _routes_avoid(ctx: Any, router: str, other: str) -> str | None:
+    """`router` routes nothing through any address of `other` (its sessions with it are gone)."""
+    from faultline.network.probes import run_probe
+
+    theirs = {a.split("/")[0] for a in ctx.directory.device(other).addresses}
+    hops = {h for r in run_probe(ctx, "ip_route", dev=router).record.routes for h in [r.gateway, *r.nexthops] if h}
+    return None if not hops & theirs else f"{router} still routes through {other} ({sorted(hops & theirs)})"
+
+
+def _routes_hold(ctx: Any, router: str, prefix: str) -> str | None:
+    """`router`'s kernel routes hold `prefix`."""
+    from faultline.network.probes import run_probe
+
+    routes = {r.dst for r in run_probe(ctx, "ip_route", dev=router).record.routes}
+    return None if prefix in routes else f"{router} has no route for {prefix} yet"
+
+
+def _all_of(*checks: Any) -> Any:
+    def check(ctx: Any, case: ForeignCase) -> str | None:
+        return next((why for c in checks if (why := c(ctx, case)) is not None), None)
+    return check
+
+
 CASES: dict[str, ForeignCase] = {c.name: c for c in (
     ForeignCase(
         name="dns-frozen", scenario="ospf_enterprise_static", label="dns_service_down", devices=("dns_server",),
@@ -111,6 +134,31 @@ CASES: dict[str, ForeignCase] = {c.name: c for c in (
         commands=(Cmd(None, "while true; do ip -n {ns[router_2]} link set eth2 down; sleep 1; "
                             "ip -n {ns[router_2]} link set eth2 up; sleep 1; done", background=True),),
         symptom=lambda ctx, case: _flapped(ctx, "router_2", "eth2", 8)),
+    # two faults at once: one every user sees, one only the routing tables show
+    ForeignCase(
+        name="spine-bgp-filtered-beside-a-user", scenario="dc_clos_bgp", label="host_missing_ip",
+        devices=("pc_0_0",), resources=("interface/pc_0_0/eth0",),
+        what="pc_0_0's addresses flushed from eth0 (its default route gone with them)",
+        commands=(Cmd("pc_0_0", "ip -4 addr flush dev eth0"),),
+        also=(ForeignCase(
+            name="spine-bgp-filtered", scenario="dc_clos_bgp", label="bgp_acl_block", devices=("spine_0_1",),
+            what="iptables on spine_0_1 drops BGP (TCP 179) both ways: its sessions with the leaves and the super "
+                 "spine go down, and every user still has the path through spine_0_0",
+            commands=(Cmd("spine_0_1", "iptables -A INPUT -p tcp --dport 179 -j DROP && "
+                                       "iptables -A OUTPUT -p tcp --dport 179 -j DROP"),)),),
+        symptom=_all_of(users_see_a_problem, lambda ctx, case: _routes_avoid(ctx, "leaf_0_0", "spine_0_1"))),
+    ForeignCase(
+        name="hijack-redistributed-beside-a-user", scenario="simple_bgp", label="icmp_acl_block", devices=("pc1",),
+        what="iptables on pc1 drops ICMP both ways",
+        commands=(Cmd("pc1", "iptables -A INPUT -p icmp -j DROP && iptables -A OUTPUT -p icmp -j DROP"),),
+        also=(ForeignCase(
+            name="hijack-redistributed", scenario="simple_bgp", label="bgp_hijacking", devices=("router1",),
+            what="10.1.1.1/26 (a quarter of router2's user LAN) added on router1's loopback and announced by "
+                 "`redistribute connected`: router2 sends that quarter of its own LAN to router1",
+            commands=(Cmd("router1", "ip addr add 10.1.1.1/26 dev lo"),
+                      Cmd(None, "vtysh --vty_socket {vty[router1]} -c 'configure terminal' -c 'router bgp 1' "
+                                "-c 'redistribute connected'"))),),
+        symptom=_all_of(users_see_a_problem, lambda ctx, case: _routes_hold(ctx, "router2", "10.1.1.0/26"))),
     ForeignCase(
         name="bgpd-down", scenario="simple_bgp", label="frr_service_down", devices=("router1",),
         what="router1's bgpd killed; zebra and the other daemons run on",

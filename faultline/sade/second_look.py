@@ -11,6 +11,7 @@ docs/sade.md#the-deterministic-policy (step 7).
 
 from __future__ import annotations
 
+import ipaddress
 from collections import Counter
 
 from faultline.network.snapshot import client_positions
@@ -19,7 +20,7 @@ from faultline.sade.index_file import load_index
 from faultline.sade.initial import Symptoms, resolve_dependence, service_canary_from
 from faultline.sade.matcher import Match
 from faultline.sade.route_look import routes_look
-from faultline.sade.scans.common import END_ROLES, behind, gateway_router
+from faultline.sade.scans.common import END_ROLES, behind, gateway_router, ipv4, is_end
 from faultline.sade.search import Search
 from faultline.sade.session import Session
 from faultline.sade.skill_search import family_steps, skill_search, triage_look
@@ -48,8 +49,7 @@ def _users_look(search: Search, sym: Symptoms, found: list[Match]) -> list[Match
     session, index = search.session, load_index()
     named = {d for m in found for d in m.devices}
     isolated = {f.device for f in session.flags if f.kind == "isolated" and f.device}
-    # behind a router the answer names
-    cut_off = behind(session, {d for d in named if search.roles.get(d) in index.roles.infrastructure})
+    cut_off = cut_off_by(search, found)
     hidden = isolated_look(search, found, isolated - named - cut_off)
     if hidden:
         return hidden
@@ -81,6 +81,31 @@ def _users_look(search: Search, sym: Symptoms, found: list[Match]) -> list[Match
     return extra
 
 
+def cut_off_by(search: Search, found: list[Match]) -> set[str]:
+    """The end devices the answer's router faults cut off: those behind the router, or - for a fault whose evidence
+    names a prefix (a hijack, a leak, a drop route) - those inside the prefix, wherever they sit (the router's own
+    LAN is not behind a hijack it makes)."""
+    session, infra = search.session, load_index().roles.infrastructure
+    out: set[str] = set()
+    for m in found:
+        if search.roles.get(m.device) not in infra:
+            continue
+        prefixes = {str(f.attrs["prefix"]) for f in session.flags
+                    if f.device == m.device and f.kind in m.kinds and f.attrs.get("prefix")}
+        nets = [n for p in prefixes if (n := _network(p)) is not None]
+        if not nets:
+            out |= behind(session, {d for d in m.devices if search.roles.get(d) in infra})
+            continue
+        out |= {d.name for d in session.devices() if is_end(d) and d.addresses and (a := ipv4(d.addresses[0]))
+                and any(ipaddress.IPv4Address(a[0]) in n for n in nets)}
+    return out
+
+
+def _network(prefix: str) -> ipaddress.IPv4Network | None:
+    p = ipv4(prefix)
+    return ipaddress.IPv4Network(f"{p[0]}/{p[1]}", strict=False) if p else None
+
+
 def _canaries(session: Session, avoid: set[str], named: set[str]) -> Symptoms | None:
     """The second look's service canary from each user position not in `avoid`, up to the session's breadth
     (users, pages each), until one shows a failing page whose leads the answer does not name; None when none does."""
@@ -106,7 +131,7 @@ def unexplained_pairs_look(search: Search, sym: Symptoms, found: list[Match], cu
     loud = {d for m in found if m.label not in index.quiet_on_pings for d in m.devices}
     routers = {d for d in loud if search.roles.get(d) in index.roles.infrastructure}
     if loud != named:
-        cut_off = behind(session, routers)
+        cut_off = cut_off_by(search, [m for m in found if m.label not in index.quiet_on_pings])
     gateways = {g.name for d in session.devices() if (g := gateway_router(session, d))}
     core = routers - gateways
     hard = {(src, dst) for src, dst, status in sym.failing if status != "loss"}

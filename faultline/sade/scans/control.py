@@ -95,6 +95,12 @@ def _frr(session: Session, dev: Device) -> None:
         if _lo_foreign(session, dev, prefix):
             flag(session, SCAN_FRR, dev, "bgp_foreign_announced", f"network {prefix} (a prefix bound to lo, not this "
                  "router's own subnet)", family="bgp", prefix=prefix)
+    if now["bgp_as"] and "connected" in now["bgp_redistribute"]:
+        # every connected prefix is announced, the loopback's too: a foreign one there is announced as well
+        for prefix in _lo_prefixes(session, dev):
+            if _lo_foreign(session, dev, prefix):
+                flag(session, SCAN_FRR, dev, "bgp_foreign_announced", f"redistribute connected announces {prefix} "
+                     "(bound to lo, not this router's own subnet)", family="bgp", prefix=prefix)
     if now["ospf"] and not now["ospf_networks"] and not now["interface_areas"]:
         flag(session, SCAN_FRR, dev, "ospf_no_network", "router ospf without any network statement", family="ospf")
     if base and now["ospf"] and base["ospf_networks"]:
@@ -105,6 +111,12 @@ def _frr(session: Session, dev: Device) -> None:
                  f"{sorted(areas_before)})", family="ospf", vs_baseline=True, areas=sorted(areas_now - areas_before))
 
 
+
+
+def _lo_prefixes(session: Session, dev: Device) -> list[str]:
+    out = session.seen("ip_addr", dev=dev.name)
+    lo = next((i for i in out.record.interfaces if i.ifname == "lo"), None) if out is not None else None
+    return list(lo.addresses) if lo else []
 
 
 def _lo_foreign(session: Session, dev: Device, prefix: str) -> bool:
