@@ -2,7 +2,8 @@
 
 Everything runs on recorded lab snapshots of the sample backlog (no root, no lab) and a real DuckDB warehouse:
 sample-backlog-044 has two faults (host_missing_ip on pc_0_0 and bgp_acl_block on leaf_0_1, whose BGP sessions
-the other leaf's routes do not need); the network diagnosis names the first, the routers' logs the second.
+the other leaf's routes do not need); the network diagnosis names the first (with its routes look off: that look
+finds the second itself, tests/test_sade_route_look.py), the routers' logs the second.
 sample-backlog-043 (link_down and dns_service_down) is the cross-check's own case. sample-backlog-014's logs
 read dns_service_down where the network shows a wrong DNS record.
 """
@@ -60,14 +61,17 @@ def warehouse(tmp_path):
 
 
 def _inputs(conn, incident: str, log_label: str, log_devices: list[str]):
-    """The incident's ticket, its network diagnosis (SADE on the snapshot, stored) and a log agent's reading."""
+    """The incident's ticket, its network diagnosis (SADE on the snapshot without the routes look, stored) and a
+    log agent's reading."""
     from faultline.astra.records import AgentOutput, Incident
     from faultline.sade.engine import diagnose
+    from faultline.sade.session import Breadth
     from faultline.sade.store import load_diagnosis, save_diagnosis
     from faultline.verdict.sources import Inputs
 
     ticket = json.loads((BACKLOG / incident / "ticket.json").read_text())
-    save_diagnosis(conn, diagnose(_backend(incident), incident_id=incident), run_id="test")
+    save_diagnosis(conn, diagnose(_backend(incident), incident_id=incident, breadth=Breadth(routes="off")),
+                   run_id="test")
     log = AgentOutput(agent="log", round=1, query=ticket["title"], text=f"{log_devices[0]} logged it",
                       label=log_label, devices=log_devices, data={"label_scores": {log_label: 1.5}})
     return Inputs(incident=Incident(incident_id=incident, title=ticket["title"], description=ticket["description"],
