@@ -66,6 +66,21 @@ def _routes_hold(ctx: Any, router: str, prefix: str) -> str | None:
     return None if prefix in routes else f"{router} has no route for {prefix} yet"
 
 
+def _no_lease(ctx: Any, case: ForeignCase) -> str | None:
+    """A user's DHCP request gets no answer."""
+    from faultline.network.probes import run_probe
+
+    status = run_probe(ctx, "dhcp_check", src="host_1_1_1_1").record.status
+    return None if status == "no_lease" else f"host_1_1_1_1's DHCP request: {status}"
+
+
+def _page_fails(ctx: Any, case: ForeignCase, src: str, url: str) -> str | None:
+    from faultline.network.probes import run_probe
+
+    status = run_probe(ctx, "http_get", src=src, url=url).record.status
+    return None if status != "ok" else f"{url} still loads from {src}"
+
+
 def _all_of(*checks: Any) -> Any:
     def check(ctx: Any, case: ForeignCase) -> str | None:
         return next((why for c in checks if (why := c(ctx, case)) is not None), None)
@@ -159,6 +174,28 @@ CASES: dict[str, ForeignCase] = {c.name: c for c in (
                       Cmd(None, "vtysh --vty_socket {vty[router1]} -c 'configure terminal' -c 'router bgp 1' "
                                 "-c 'redistribute connected'"))),),
         symptom=_all_of(users_see_a_problem, lambda ctx, case: _routes_hold(ctx, "router2", "10.1.1.0/26"))),
+    ForeignCase(
+        name="dhcp-frozen-beside-a-filtered-host", scenario="ospf_enterprise_dhcp", label="icmp_acl_block",
+        devices=("host_2_1_1_1",),
+        what="iptables on host_2_1_1_1 drops ICMP both ways",
+        commands=(Cmd("host_2_1_1_1", "iptables -A INPUT -p icmp -j DROP && iptables -A OUTPUT -p icmp -j DROP"),),
+        also=(ForeignCase(
+            name="dhcp-frozen", scenario="ospf_enterprise_dhcp", label="dhcp_service_down", devices=("dhcp_server",),
+            what="the DHCP server's process stopped by SIGSTOP: the leases handed out still last, no new one is "
+                 "offered",
+            commands=(Cmd(None, f"kill -STOP $({_pids('dhcp_server', 'dnsmasq')})"),)),),
+        symptom=_all_of(users_see_a_problem, _no_lease)),
+    ForeignCase(
+        name="resolver-beside-a-web-filter", scenario="ospf_enterprise_dhcp", label="host_incorrect_dns",
+        devices=("host_1_1_1_1",),
+        what="host_1_1_1_1's resolv.conf points at 192.0.2.53, a resolver this network does not run",
+        commands=(Cmd(None, "echo 'nameserver 192.0.2.53' > /etc/netns/{ns[host_1_1_1_1]}/resolv.conf"),),
+        also=(ForeignCase(
+            name="web-filter", scenario="ospf_enterprise_dhcp", label="http_acl_block", devices=("host_2_1_1_1",),
+            what="iptables on host_2_1_1_1 rejects the web port it asks (TCP 80 out)",
+            commands=(Cmd("host_2_1_1_1", "iptables -A OUTPUT -p tcp --dport 80 -j REJECT"),)),),
+        symptom=_all_of(lambda ctx, case: _page_fails(ctx, case, "host_1_1_1_1", "http://web0.local/"),
+                        lambda ctx, case: _page_fails(ctx, case, "host_2_1_1_1", "http://web0.local/"))),
     ForeignCase(
         name="bgpd-down", scenario="simple_bgp", label="frr_service_down", devices=("router1",),
         what="router1's bgpd killed; zebra and the other daemons run on",

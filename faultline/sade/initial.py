@@ -71,13 +71,13 @@ def initial_scan(session: Session) -> Symptoms:
     return sym
 
 
-def _lease_canary(session: Session, sym: Symptoms) -> None:
+def _lease_canary(session: Session, sym: Symptoms, note: str = "service canary: a DHCP lease") -> None:
     """On a network whose hosts take their addresses from DHCP, one read-only lease request from the canary's
     user: a dead or unreachable DHCP server shows nowhere else while the leases handed out before still last."""
     src = session.device(sym.source) if sym.source else _user_position(session)
     if src is None or not dhcp_client(session, src):
         return
-    out = session.probe("dhcp_check", src=src.name, note="service canary: a DHCP lease")
+    out = session.probe("dhcp_check", src=src.name, note=note)
     if out is not None and out.record.status == "no_lease":
         sym.no_lease.append(src.name)
 
@@ -176,11 +176,14 @@ def _unstable(session: Session, rows: list, partial: Counter[str]) -> dict[str, 
 
 
 def service_canary_from(session: Session, user: str, limit: int = MAX_CANARY_URLS,
-                        note: str = "service canary") -> Symptoms:
+                        note: str = "service canary", lease: bool = False) -> Symptoms:
     """The service canary from the user position `user`: what a user whose own network works sees of the
-    services (at most `limit` pages)."""
+    services (at most `limit` pages), and with `lease` its DHCP lease request when it is a DHCP client."""
     sym = Symptoms()
     _canary(session, sym, session.device(user), limit, note)
+    if lease:
+        sym.source = user
+        _lease_canary(session, sym, f"{note}: a DHCP lease")
     return sym
 
 

@@ -38,7 +38,8 @@ def second_look(search: Search, sym: Symptoms, found: list[Match]) -> list[Match
         found = found + own_device_look(search, found)
     if search.session.breadth.sweep:
         return found + sweep_look(search, found)
-    more = _users_look(search, sym, found) if sym.failing else []
+    # after failing pairs, or after an answer whose fault sits on the canary's own user: what the other users see
+    more = _users_look(search, sym, found) if sym.failing or sym.source in {m.device for m in found} else []
     if not more and search.session.breadth.routes != "off":
         more = routes_look(search, found)
     return found + more
@@ -65,7 +66,8 @@ def _users_look(search: Search, sym: Symptoms, found: list[Match]) -> list[Match
     if seen is None:
         return []
     resolve_dependence(session, seen, note="second look: which server the page needs")
-    if all(seen.depends_on.get(url) and seen.depends_on[url] <= gone for url, _ in seen.services):
+    if seen.services and all(seen.depends_on.get(url) and seen.depends_on[url] <= gone
+                             for url, _ in seen.services) and not seen.no_lease:
         return []  # the pages fail for want of a server (or name server) the answer already cuts off
     leads = [x for x in classify(session, seen) if x.kind in index.service_symptoms and x.lead not in named]
     # the answer's devices would "explain" the new leads at once: matches there count for nothing
@@ -79,6 +81,10 @@ def _users_look(search: Search, sym: Symptoms, found: list[Match]) -> list[Match
         if extra:
             break
     return extra
+
+
+def _dhcp_named(session: Session, named: set[str]) -> bool:
+    return any(d.name in named for d in session.devices("dhcp"))
 
 
 def cut_off_by(search: Search, found: list[Match]) -> set[str]:
@@ -111,9 +117,11 @@ def _canaries(session: Session, avoid: set[str], named: set[str]) -> Symptoms | 
     (users, pages each), until one shows a failing page whose leads the answer does not name; None when none does."""
     breadth = session.breadth
     users = [u for u in client_positions(session.devices()) if u not in avoid]
-    for user in users[:breadth.users or None]:
-        seen = service_canary_from(session, user, limit=breadth.pages, note="second look: service canary")
-        if seen.services and not set(seen.leads) & named:
+    for i, user in enumerate(users[:breadth.users or None]):
+        # one lease request is enough: a DHCP server answers every user or none
+        seen = service_canary_from(session, user, limit=breadth.pages, note="second look: service canary",
+                                   lease=i == 0)
+        if seen.services and not set(seen.leads) & named or seen.no_lease and not _dhcp_named(session, named):
             return seen
     return None
 
