@@ -197,6 +197,11 @@ CASES: dict[str, ForeignCase] = {c.name: c for c in (
         symptom=_all_of(lambda ctx, case: _page_fails(ctx, case, "host_1_1_1_1", "http://web0.local/"),
                         lambda ctx, case: _page_fails(ctx, case, "host_2_1_1_1", "http://web0.local/"))),
     ForeignCase(
+        name="ospfd-down", scenario="ospf_enterprise_static", label="frr_service_down", devices=("dist_router_1_1",),
+        what="dist_router_1_1's ospfd killed; zebra and the other daemons run on, and its OSPF statements vanish "
+             "from the running configuration with it",
+        commands=(Cmd(None, f"kill -9 $({_pids('dist_router_1_1', 'ospfd')})"),)),
+    ForeignCase(
         name="bgpd-down", scenario="simple_bgp", label="frr_service_down", devices=("router1",),
         what="router1's bgpd killed; zebra and the other daemons run on",
         commands=(Cmd(None, f"kill -9 $({_pids('router1', 'bgpd')})"),)),

@@ -33,7 +33,8 @@ _OWN = {"bgp_as", "bgp_network"}
 def config_changes(session: Session, dev: Device) -> None:
     """Every statement of the router's running configuration that changed since the baseline, as findings."""
     rest: list[Change] = []
-    found = changes(session, "vtysh_show", dev=dev.name, command=RUNNING)
+    found = [c for c in changes(session, "vtysh_show", dev=dev.name, command=RUNNING)
+             if _protocol(c) not in _daemons_down(session, dev)]
     moved = _areas_moved(session, dev, found)
     for c in found:
         topic, section, stmt = c.attrs["topic"], c.attrs["section"], c.attrs["statement"]
@@ -68,6 +69,33 @@ def config_changes(session: Session, dev: Device) -> None:
         else:
             rest.append(c)
     flag_changes(session, dev, rest)
+
+
+def _daemons_down(session: Session, dev: Device) -> set[str]:
+    """The protocols whose whole `router` block left the running configuration since the baseline and whose daemon
+    says it is not running: `show running-config` is assembled from the daemons that answer, so a stopped daemon's
+    statements vanish with it - that is the daemon down, not its configuration removed."""
+    from faultline.sade.scans import daemons
+
+    now = session.seen("vtysh_show", dev=dev.name, command=RUNNING)
+    base = session.baseline("vtysh_show", dev=dev.name, command=RUNNING)
+    if now is None or base is None or "Current configuration" not in base.raw:
+        return set()
+    if not daemons.protocols(base.raw) - daemons.protocols(now.raw):
+        return set()
+    daemons._routing_daemons(session, dev)
+    return {str(f.attrs.get("protocol")) for f in session.flags if f.device == dev.name
+            and f.kind == "routing_daemon_down"}
+
+
+def _protocol(c: Change) -> str | None:
+    """The routing protocol a configuration change belongs to (its router block, or an interface's `ip ospf`)."""
+    section, stmt = c.attrs.get("section") or "", c.attrs.get("statement") or ""
+    for proto in ("bgp", "ospf", "rip"):
+        if section.startswith(f"router {proto}") or stmt.startswith(f"ip {proto}") or \
+                str(c.attrs.get("topic") or "").startswith(f"{proto}_"):
+            return proto
+    return None
 
 
 def _areas_moved(session: Session, dev: Device, found: list[Change]) -> dict[str, str | None]:
