@@ -197,6 +197,17 @@ CASES: dict[str, ForeignCase] = {c.name: c for c in (
         symptom=_all_of(lambda ctx, case: _page_fails(ctx, case, "host_1_1_1_1", "http://web0.local/"),
                         lambda ctx, case: _page_fails(ctx, case, "host_2_1_1_1", "http://web0.local/"))),
     ForeignCase(
+        name="flap-behind-a-dead-peer", scenario="simple_bgp", label="link_down", devices=("pc1",),
+        resources=("interface/pc1/eth0",),
+        what="pc1's eth0 set down",
+        commands=(Cmd("pc1", "ip link set eth0 down"),),
+        also=(ForeignCase(
+            name="flap", scenario="simple_bgp", label="link_flap", devices=("pc2",),
+            what="router2's port towards pc2 goes down and up every second (a failing cable or optic)",
+            commands=(Cmd(None, "while true; do ip -n {ns[router2]} link set eth1 down; sleep 1; "
+                                "ip -n {ns[router2]} link set eth1 up; sleep 1; done", background=True),)),),
+        symptom=_all_of(users_see_a_problem, lambda ctx, case: _flapped(ctx, "router2", "eth1", 8))),
+    ForeignCase(
         name="ospfd-down", scenario="ospf_enterprise_static", label="frr_service_down", devices=("dist_router_1_1",),
         what="dist_router_1_1's ospfd killed; zebra and the other daemons run on, and its OSPF statements vanish "
              "from the running configuration with it",

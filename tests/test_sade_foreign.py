@@ -88,11 +88,13 @@ def test_a_second_fault_only_the_routing_tables_show_is_found_with_or_without_a_
 
 
 @pytest.mark.parametrize("baseline", [True, False])
-def test_a_second_fault_only_another_user_shows_is_asked_for_by_the_second_look(baseline: bool) -> None:
+def test_a_second_fault_only_another_look_shows_is_found_by_the_second_look(baseline: bool) -> None:
     """A frozen DHCP server behind a host that drops ICMP: the pings fail, the leases still last, and only a new
     lease request shows the server; a user's foreign resolver (the canary's own user, so the answer blames it)
-    beside another user whose web port is rejected: only a page from that other user shows the second."""
-    for name in ("dhcp-frozen-beside-a-filtered-host", "resolver-beside-a-web-filter"):
+    beside another user whose web port is rejected: only a page from that other user shows the second; a user
+    whose link flaps while its one peer's link is down: its isolation is the peer's, and only its own link
+    counters (the second look's isolated look) show the flap."""
+    for name in ("dhcp-frozen-beside-a-filtered-host", "resolver-beside-a-web-filter", "flap-behind-a-dead-peer"):
         sub, score = _answer(FOREIGN / name, baseline=baseline)
         assert sorted(sub.v1.root_cause_name) == sorted(f.label for f in CASES[name].faults()), sub.summary
         assert score.localization.f1 == 1.0, sub.summary
