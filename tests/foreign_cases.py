@@ -49,6 +49,11 @@ def _flapped(ctx: Any, device: str, ifname: str, times: int) -> str | None:
     return None if counts.get(ifname, 0) >= times else f"{ifname} changed carrier {counts.get(ifname, 0)} times so far"
 
 
+def _drop_both_ways(match: str) -> str:
+    """iptables rules dropping what `match` selects, in and out."""
+    return f"iptables -A INPUT {match} -j DROP && iptables -A OUTPUT {match} -j DROP"
+
+
 def _routes_avoid(ctx: Any, router: str, other: str) -> str | None:
     """`router` routes nothing through any address of `other` (its sessions with it are gone)."""
     from faultline.network.probes import run_probe
@@ -159,13 +164,12 @@ CASES: dict[str, ForeignCase] = {c.name: c for c in (
             name="spine-bgp-filtered", scenario="dc_clos_bgp", label="bgp_acl_block", devices=("spine_0_1",),
             what="iptables on spine_0_1 drops BGP (TCP 179) both ways: its sessions with the leaves and the super "
                  "spine go down, and every user still has the path through spine_0_0",
-            commands=(Cmd("spine_0_1", "iptables -A INPUT -p tcp --dport 179 -j DROP && "
-                                       "iptables -A OUTPUT -p tcp --dport 179 -j DROP"),)),),
+            commands=(Cmd("spine_0_1", _drop_both_ways("-p tcp --dport 179")),)),),
         symptom=_all_of(users_see_a_problem, lambda ctx, case: _routes_avoid(ctx, "leaf_0_0", "spine_0_1"))),
     ForeignCase(
         name="hijack-redistributed-beside-a-user", scenario="simple_bgp", label="icmp_acl_block", devices=("pc1",),
         what="iptables on pc1 drops ICMP both ways",
-        commands=(Cmd("pc1", "iptables -A INPUT -p icmp -j DROP && iptables -A OUTPUT -p icmp -j DROP"),),
+        commands=(Cmd("pc1", _drop_both_ways("-p icmp")),),
         also=(ForeignCase(
             name="hijack-redistributed", scenario="simple_bgp", label="bgp_hijacking", devices=("router1",),
             what="10.1.1.1/26 (a quarter of router2's user LAN) added on router1's loopback and announced by "
@@ -178,7 +182,7 @@ CASES: dict[str, ForeignCase] = {c.name: c for c in (
         name="dhcp-frozen-beside-a-filtered-host", scenario="ospf_enterprise_dhcp", label="icmp_acl_block",
         devices=("host_2_1_1_1",),
         what="iptables on host_2_1_1_1 drops ICMP both ways",
-        commands=(Cmd("host_2_1_1_1", "iptables -A INPUT -p icmp -j DROP && iptables -A OUTPUT -p icmp -j DROP"),),
+        commands=(Cmd("host_2_1_1_1", _drop_both_ways("-p icmp")),),
         also=(ForeignCase(
             name="dhcp-frozen", scenario="ospf_enterprise_dhcp", label="dhcp_service_down", devices=("dhcp_server",),
             what="the DHCP server's process stopped by SIGSTOP: the leases handed out still last, no new one is "
