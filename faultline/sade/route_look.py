@@ -30,7 +30,7 @@ from faultline.network.snapshot import client_positions
 from faultline.sade.index_file import load_index
 from faultline.sade.matcher import Match
 from faultline.sade.scans.changes import changes
-from faultline.sade.scans.common import gateway_router, ipv4, is_end, owner_of
+from faultline.sade.scans.common import gateway_router, ipv4, is_end, owner_of, same_subnet
 from faultline.sade.search import Search
 from faultline.sade.session import Session
 
@@ -62,8 +62,7 @@ def routes_look(search: Search, found: list[Match]) -> list[Match]:
 def _vantages(session: Session, named: set[str]) -> list[str]:
     """Routers whose kernel routes the diagnosis has read (free); when it has read none and the breadth says
     `first_hop`, the first hop of the first user position the answer does not name (one probe)."""
-    routers = [d for d in session.devices("router")]
-    read = [d.name for d in routers if session.seen("ip_route", dev=d.name) is not None]
+    read = [d.name for d in session.devices("router") if session.seen("ip_route", dev=d.name) is not None]
     if read or session.breadth.routes != "first_hop":
         return read
     for user in client_positions(session.devices()):
@@ -127,9 +126,8 @@ def _link_neighbours(session: Session, routes: list[Any]) -> dict[str, list[str]
         p = ipv4(r.dst)
         if r.gateway or r.nexthops or p is None or p[1] < 30 or r.type not in (None, "unicast"):
             continue
-        net = ipaddress.IPv4Network(f"{p[0]}/{p[1]}", strict=False)
         for dev in session.devices("router"):
-            ips = [a[0] for x in dev.addresses if (a := ipv4(x)) and ipaddress.IPv4Address(a[0]) in net]
+            ips = [a[0] for x in dev.addresses if (a := ipv4(x)) and same_subnet(r.dst, x)]
             if ips and r.prefsrc not in ips:
                 out.setdefault(dev.name, []).extend(ips)
     return out
@@ -145,12 +143,7 @@ def _silent_neighbours(session: Session, vantage: str, routes: list[Any]) -> lis
 
 def _covers(session: Session, prefix: str, names: set[str]) -> bool:
     """Whether `prefix` holds an address of one of the devices `names`."""
-    p = ipv4(prefix)
-    if p is None:
-        return False
-    net = ipaddress.IPv4Network(f"{p[0]}/{p[1]}", strict=False)
-    return any((a := ipv4(addr)) and ipaddress.IPv4Address(a[0]) in net
-               for name in names for addr in session.device(name).addresses)
+    return any(same_subnet(prefix, addr) for name in names for addr in session.device(name).addresses)
 
 
 def _narrows_a_user_subnet(session: Session, prefix: str) -> bool:

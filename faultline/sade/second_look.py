@@ -11,7 +11,6 @@ docs/sade.md#the-deterministic-policy (step 7).
 
 from __future__ import annotations
 
-import ipaddress
 from collections import Counter
 
 from faultline.network.snapshot import client_positions
@@ -20,7 +19,7 @@ from faultline.sade.index_file import load_index
 from faultline.sade.initial import Symptoms, resolve_dependence, service_canary_from
 from faultline.sade.matcher import Match
 from faultline.sade.route_look import routes_look
-from faultline.sade.scans.common import END_ROLES, behind, gateway_router, ipv4, is_end
+from faultline.sade.scans.common import END_ROLES, behind, gateway_router, ipv4, is_end, same_subnet
 from faultline.sade.search import Search
 from faultline.sade.session import Session
 from faultline.sade.skill_search import family_steps, skill_search, triage_look
@@ -97,19 +96,13 @@ def cut_off_by(search: Search, found: list[Match]) -> set[str]:
         if search.roles.get(m.device) not in infra:
             continue
         prefixes = {str(f.attrs["prefix"]) for f in session.flags
-                    if f.device == m.device and f.kind in m.kinds and f.attrs.get("prefix")}
-        nets = [n for p in prefixes if (n := _network(p)) is not None]
-        if not nets:
+                    if f.device == m.device and f.kind in m.kinds and ipv4(str(f.attrs.get("prefix") or ""))}
+        if not prefixes:
             out |= behind(session, {d for d in m.devices if search.roles.get(d) in infra})
             continue
-        out |= {d.name for d in session.devices() if is_end(d) and d.addresses and (a := ipv4(d.addresses[0]))
-                and any(ipaddress.IPv4Address(a[0]) in n for n in nets)}
+        out |= {d.name for d in session.devices() if is_end(d) and d.addresses
+                and any(same_subnet(p, d.addresses[0]) for p in prefixes)}
     return out
-
-
-def _network(prefix: str) -> ipaddress.IPv4Network | None:
-    p = ipv4(prefix)
-    return ipaddress.IPv4Network(f"{p[0]}/{p[1]}", strict=False) if p else None
 
 
 def _canaries(session: Session, avoid: set[str], named: set[str]) -> Symptoms | None:

@@ -98,7 +98,7 @@ def _frr(session: Session, dev: Device) -> None:
     if now["bgp_as"] and "connected" in now["bgp_redistribute"]:
         # every connected prefix is announced, the loopback's too: a foreign one there is announced as well
         for prefix in _lo_prefixes(session, dev):
-            if _lo_foreign(session, dev, prefix):
+            if foreign_on_lo(session, dev, prefix):
                 flag(session, SCAN_FRR, dev, "bgp_foreign_announced", f"redistribute connected announces {prefix} "
                      "(bound to lo, not this router's own subnet)", family="bgp", prefix=prefix)
     if now["ospf"] and not now["ospf_networks"] and not now["interface_areas"]:
@@ -114,17 +114,17 @@ def _frr(session: Session, dev: Device) -> None:
 
 
 def _lo_prefixes(session: Session, dev: Device) -> list[str]:
+    """The addresses on the router's loopback, as the diagnosis has read them ([] before any look at them)."""
     out = session.seen("ip_addr", dev=dev.name)
     lo = next((i for i in out.record.interfaces if i.ifname == "lo"), None) if out is not None else None
     return list(lo.addresses) if lo else []
 
 
 def _lo_foreign(session: Session, dev: Device, prefix: str) -> bool:
-    out = session.seen("ip_addr", dev=dev.name)
-    if out is None:
-        return False
-    lo = next((i for i in out.record.interfaces if i.ifname == "lo"), None)
-    return bool(lo and prefix in lo.addresses and foreign_on_lo(session, dev, prefix))
+    return prefix in _lo_prefixes(session, dev) and foreign_on_lo(session, dev, prefix)
+
+
+DROP_TYPES = ("blackhole", "unreachable", "prohibit")
 
 
 def _kernel_blackholes(session: Session, dev: Device) -> None:
@@ -140,14 +140,12 @@ def _kernel_blackholes(session: Session, dev: Device) -> None:
         cfg = session.seen("vtysh_show", dev=dev.name, command="show running-config")
     null0 = set(parse_config(cfg.raw)["null0"]) if cfg and "Current configuration" in cfg.raw else set()
     for r in out.record.routes:
-        if r.type in ("blackhole", "unreachable", "prohibit") and r.dst not in null0:
+        if r.type in DROP_TYPES and r.dst not in null0:
             connected = any(same_subnet(a, r.dst.split("/")[0] + "/32") and ipv4(a) and ipv4(a)[1] < 31  # type: ignore[index]
                             for a in dev.addresses)
             flag(session, SCAN_FRR, dev, "kernel_blackhole", f"{r.type} {r.dst} (proto {r.protocol or 'static'}), not "
                  "from FRR", family="bgp", prefix=r.dst, connected=connected)
 
-
-DROP_TYPES = ("blackhole", "unreachable", "prohibit")
 
 
 def blackhole_routes(session: Session, scan: str, dev: Device, out: ProbeOutput, found: list[Change]) -> None:

@@ -30,12 +30,19 @@ SCAN = "l2_snapshot"
 SKIP_IFACES = ("lo",)
 
 
-def _interfaces(session: Session, dev: Device) -> None:
+def _read_interfaces(session: Session, dev: Device) -> dict | None:
+    """The device's interfaces by name (one `ip addr`), None when it cannot be read."""
     out = session.probe("ip_addr", dev=dev.name, note="interfaces, state, addresses")
     if out is None or unreached(session, SCAN, dev, out):
-        return
+        return None
     # the management interface is how Faultline reaches the device, not part of the network diagnosed
-    now = {i.ifname: i for i in out.record.interfaces if i.ifname not in dev.management}
+    return {i.ifname: i for i in out.record.interfaces if i.ifname not in dev.management}
+
+
+def _interfaces(session: Session, dev: Device) -> None:
+    now = _read_interfaces(session, dev)
+    if now is None:
+        return
     base = session.baseline("ip_addr", dev=dev.name)
     before = {i.ifname: i for i in base.record.interfaces if i.ifname not in dev.management} if base else {}
     for name, _iface in before.items():
@@ -85,11 +92,9 @@ FLAPS_DOWN, FLAPS_UP = 3, 2
 def _link_counters(session: Session, dev: Device) -> None:
     """The link counters whatever the interfaces show (the own-device look: a link that flaps behind a filter
     that already cuts the device off shows no loss of its own)."""
-    out = session.probe("ip_addr", dev=dev.name, note="interfaces, state, addresses")
-    if out is None or unreached(session, SCAN, dev, out):
-        return
-    _carrier_changes(session, dev, {i.ifname: i for i in out.record.interfaces if i.ifname not in dev.management},
-                     always=True)
+    now = _read_interfaces(session, dev)
+    if now is not None:
+        _carrier_changes(session, dev, now, always=True)
 
 
 def _carrier_changes(session: Session, dev: Device, now: dict, *, always: bool = False) -> None:

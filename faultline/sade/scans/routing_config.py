@@ -33,8 +33,8 @@ _OWN = {"bgp_as", "bgp_network"}
 def config_changes(session: Session, dev: Device) -> None:
     """Every statement of the router's running configuration that changed since the baseline, as findings."""
     rest: list[Change] = []
-    found = [c for c in changes(session, "vtysh_show", dev=dev.name, command=RUNNING)
-             if _protocol(c) not in _daemons_down(session, dev)]
+    down = _daemons_down(session, dev)
+    found = [c for c in changes(session, "vtysh_show", dev=dev.name, command=RUNNING) if _protocol(c) not in down]
     moved = _areas_moved(session, dev, found)
     for c in found:
         topic, section, stmt = c.attrs["topic"], c.attrs["section"], c.attrs["statement"]
