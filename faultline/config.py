@@ -190,7 +190,39 @@ class Settings(BaseSettings):
         2.0, ge=0.0, description="Seconds of the first wait before retrying a failed model call; doubles per "
         "attempt."
     )
-    llm_timeout_s: float = Field(120.0, gt=0.0, description="Timeout of one model call in seconds.")
+    llm_timeout_s: float = Field(
+        120.0, gt=0.0, description="Seconds every model call may take, before the time its prompt and output "
+        "limit need at the model's speed (measured on this run's earlier calls, else llm_assumed_tokens_per_s) "
+        "is added; waiting for a free slot (llm_max_concurrent) does not count."
+    )
+    llm_assumed_tokens_per_s: float = Field(
+        50.0, gt=0.0, description="Tokens (prompt and reply) a model is assumed to handle per second until this "
+        "run has timed one of its calls; only sets timeouts."
+    )
+    llm_api_base: str = Field(
+        "", description="Base URL of the model server, e.g. http://127.0.0.1:8080/v1 for a llama.cpp or vLLM "
+        "server (with a model string openai/<name>); empty: the provider's own (docs/llm.md)."
+    )
+    llm_api_key: SecretStr = Field(
+        SecretStr(""), description="API key sent to the model server; best set as FAULTLINE_LLM_API_KEY. Empty: "
+        "the provider's own environment variable (e.g. OPENAI_API_KEY), as litellm reads it."
+    )
+    llm_max_output_tokens: int = Field(
+        1024, ge=16, description="Longest reply asked of a model, in tokens (sent as max_tokens on every call)."
+    )
+    llm_context_tokens: int = Field(
+        0, ge=0, description="The model's context window in tokens; prompts are cut to fit it (0: as litellm "
+        "knows the model, or as the local model declares; unknown: not cut)."
+    )
+    llm_max_concurrent: int = Field(
+        4, ge=1, description="Calls one model may have in flight at once from this process (1 for a single-slot "
+        "server; the local model always answers one at a time)."
+    )
+    llm_structured_output: Literal["auto", "schema", "prompt"] = Field(
+        "auto", description="How a JSON answer's shape is asked for: schema = the server's JSON-schema "
+        "support (response_format), prompt = the schema written into the prompt, auto = schema where litellm "
+        "knows the model supports it (and for the local model), else prompt."
+    )
     llm_max_response_chars: int = Field(
         200_000, ge=1000, description="Longest model reply accepted, in characters (at least 1000); a longer one "
         "is an invalid answer: re-asked, and stored cut short in llm_calls."

@@ -55,10 +55,12 @@ def test_invalid_then_valid_is_reasked_with_the_error(fast, conn):
                                schema=Scores, stage="astra.rerank")
     assert answer == {"scores": []}
     assert len(fake.requests) == 3
-    second = fake.requests[1]
-    assert second[-2] == {"role": "assistant", "content": "Sure! here are the scores"}
+    first, second, third = fake.requests
+    # a re-ask is the first prompt plus the reason, never the bad reply itself: prompts do not grow per re-ask
+    assert second[:-1] == first and third[:-1] == first and len(third) == len(second)
+    assert not any("Sure! here are the scores" in m["content"] for m in second + third)
     assert "not valid JSON" in second[-1]["content"]
-    assert "does not match the schema" in fake.requests[2][-1]["content"]
+    assert "does not match the schema" in third[-1]["content"] and "not valid JSON" not in third[-1]["content"]
     errors = [row[5] for row in calls(conn)]
     assert errors[0].startswith("invalid output: not valid JSON") and "schema" in errors[1] and errors[2] is None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from faultline.llm import LLMError, complete_json
+from faultline.llm import LLMError, complete_json, fit
 from faultline.llm.stub_server import StubServer
 
 
@@ -31,9 +31,12 @@ def stub():
 
 @pytest.fixture
 def gateway(settings, stub, monkeypatch):
+    fit.forget_speeds()
     monkeypatch.setenv("OPENAI_API_BASE", stub.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "stub-key")
-    return settings.model_copy(update={"llm_backoff_s": BACKOFF_S, "llm_retries": 2, "llm_timeout_s": 0.5})
+    # a model this fast adds nothing to the base timeout: the slow stub's 2 s are past it
+    return settings.model_copy(update={"llm_backoff_s": BACKOFF_S, "llm_retries": 2, "llm_timeout_s": 0.5,
+                                       "llm_assumed_tokens_per_s": 1e9})
 
 
 def ask(settings, conn, behaviour: str):

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from faultline.errors import FaultlineError
+from faultline.llm import fit, guided, local
+from faultline.llm.fit import CallSizes
 from faultline.llm.prompts import Prompt, load_prompt
 
 if TYPE_CHECKING:
@@ -29,14 +31,16 @@ Schema = type[BaseModel] | dict[str, Any]
 
 INSERT_CALL_SQL = """
 INSERT INTO llm_calls (call_id, run_id, incident_id, stage, model, prompt_name, prompt_hash, request,
-                       response, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                       response, input_tokens, output_tokens, cost_usd, duration_ms, error, created_at,
+                       prompt_tokens, context_tokens, max_output_tokens, timeout_s, cut, attempt)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 _TRANSIENT = frozenset({"APIConnectionError", "Timeout", "RateLimitError", "ServiceUnavailableError",
                         "InternalServerError"})
 _KEPT_CHARS = 2000  # of a reply over the size limit: what is stored and shown back to the model
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
 _write_lock = threading.Lock()  # agents call the gateway from threads sharing one DuckDB connection
+_slots: dict[str, threading.Semaphore] = {}  # per model: calls in flight (llm_max_concurrent)
 
 
 class LLMError(FaultlineError):
@@ -50,12 +54,16 @@ class InvalidOutput(ValueError):
 def record_call(conn: duckdb.DuckDBPyConnection, *, stage: str, model: str, prompt: Prompt | None = None,
                 request: Any = None, response: str | None = None, input_tokens: int | None = None,
                 output_tokens: int | None = None, cost_usd: float | None = None, duration_ms: float = 0.0,
-                error: str | None = None, incident_id: str | None = None, run_id: str | None = None) -> str:
+                error: str | None = None, incident_id: str | None = None, run_id: str | None = None,
+                sizes: CallSizes | None = None, attempt: int | None = None) -> str:
     """Write one `llm_calls` row (also for deterministic steps, model ``deterministic/<name>``); returns its id."""
     call_id = str(uuid.uuid4())
     row = [call_id, run_id, incident_id, stage, model, prompt.name if prompt else None,
            prompt.sha256 if prompt else None, json.dumps(request, default=str), response, input_tokens,
-           output_tokens, cost_usd, duration_ms, error, datetime.now(timezone.utc)]
+           output_tokens, cost_usd, duration_ms, error, datetime.now(timezone.utc),
+           sizes.prompt_tokens if sizes else None, sizes.context_tokens if sizes else None,
+           sizes.max_output_tokens if sizes else None, sizes.timeout_s if sizes else None,
+           ",".join(sizes.cut) if sizes else None, attempt]
     with _write_lock:
         cursor = conn.cursor()
         try:
@@ -125,85 +133,160 @@ def _cost(litellm: Any, response: Any) -> float | None:
         return None
 
 
+def _structured(settings: Settings, model: str, litellm: Any) -> bool:
+    """Whether to ask for the JSON shape through the server's schema support (response_format)."""
+    if settings.llm_structured_output != "auto":
+        return settings.llm_structured_output == "schema"
+    if local.is_local(model):
+        return True
+    try:
+        return bool(litellm.supports_response_schema(model=model))
+    except Exception:  # noqa: BLE001 - a model litellm does not know: ask in the prompt
+        return False
+
+
+def _semaphore(settings: Settings, model: str) -> threading.Semaphore:
+    with _write_lock:
+        if model not in _slots:
+            _slots[model] = threading.Semaphore(1 if local.is_local(model) else settings.llm_max_concurrent)
+        return _slots[model]
+
+
+def _connection(settings: Settings, model: str) -> tuple[str, dict[str, Any]]:
+    """The litellm model string and the server settings to send with it."""
+    if local.is_local(model):
+        return local.litellm_name(model), {}
+    extra: dict[str, Any] = {}
+    if settings.llm_api_base:
+        extra["api_base"] = settings.llm_api_base
+    key = settings.llm_api_key.get_secret_value()
+    if key:
+        extra["api_key"] = key
+    return model, extra
+
+
+def _refused(model: str, exc: Exception, sizes: CallSizes, error: str) -> LLMError:
+    if type(exc).__name__ == "ContextWindowExceededError":
+        return LLMError(f"model {model} refused the prompt as too long for its context window ({sizes.prompt_tokens} "
+                        f"prompt tokens + {sizes.max_output_tokens} for the reply): {error}",
+                        fix="set llm_context_tokens to the model's window so prompts are cut to fit, lower "
+                            "llm_max_output_tokens, or use a model with a larger context")
+    return LLMError(f"model {model} refused the call: {error}",
+                    fix="check the model string, llm_api_base and the API key (FAULTLINE_LLM_API_KEY or the "
+                        "provider's environment variable); docs/llm.md")
+
+
 def _call(settings: Settings, conn: duckdb.DuckDBPyConnection, *, model: str, prompt: Prompt,
-          messages: list[dict[str, str]], stage: str, incident_id: str | None, run_id: str | None,
-          retries: int | None, check: Any) -> Any:
+          messages: list[dict[str, str]], sizes: CallSizes, stage: str, incident_id: str | None,
+          run_id: str | None, retries: int | None, check: Any, response_format: dict[str, Any] | None) -> Any:
     """The retry loop shared by `complete_json` and `complete_text`; `check(text)` validates a reply."""
     import litellm
 
     litellm.suppress_debug_info = True
+    target, extra = _connection(settings, model)
+    if response_format is not None:
+        extra["response_format"] = response_format
     attempts = 1 + (settings.llm_retries if retries is None else retries)
-    messages = list(messages)
+    asked = list(messages)
     last_error = ""
     for attempt in range(1, attempts + 1):
-        request = {"messages": messages, "attempt": attempt, "temperature": settings.llm_temperature}
-        started = time.perf_counter()
-        try:
-            response = litellm.completion(model=model, messages=messages, temperature=settings.llm_temperature,
-                                          timeout=settings.llm_timeout_s, num_retries=0)
-        except Exception as exc:  # noqa: BLE001 - every provider failure is logged, then classified
-            last_error = f"{type(exc).__name__}: {exc}"
-            record_call(conn, stage=stage, model=model, prompt=prompt, request=request,
-                        duration_ms=(time.perf_counter() - started) * 1000, error=last_error,
-                        incident_id=incident_id, run_id=run_id)
-            if not _is_transient(exc):
-                raise LLMError(f"model {model} refused the call: {last_error}",
-                               fix="check the model string and its API key environment variable") from exc
-            if attempt < attempts:
-                time.sleep(settings.llm_backoff_s * 2 ** (attempt - 1))
-            continue
+        request = {"messages": asked, "attempt": attempt, "temperature": settings.llm_temperature,
+                   "max_tokens": sizes.max_output_tokens, "structured": response_format is not None}
+        log = {"stage": stage, "model": model, "prompt": prompt, "request": request, "incident_id": incident_id,
+               "run_id": run_id, "sizes": sizes, "attempt": attempt}
+        with _semaphore(settings, model):  # waiting for a slot is not part of the call's timeout
+            started = time.perf_counter()
+            try:
+                response = litellm.completion(model=target, messages=asked, temperature=settings.llm_temperature,
+                                              max_tokens=sizes.max_output_tokens, timeout=sizes.timeout_s,
+                                              num_retries=0, **extra)
+            except Exception as exc:  # noqa: BLE001 - every provider failure is logged, then classified
+                last_error = f"{type(exc).__name__}: {exc}"
+                record_call(conn, duration_ms=(time.perf_counter() - started) * 1000, error=last_error, **log)
+                if not _is_transient(exc):
+                    raise _refused(model, exc, sizes, last_error) from exc
+                if attempt < attempts:
+                    time.sleep(settings.llm_backoff_s * 2 ** (attempt - 1))
+                continue
+        seconds = time.perf_counter() - started
         text = response.choices[0].message.content or ""
+        finish = getattr(response.choices[0], "finish_reason", None)
         tokens_in, tokens_out = _usage(response)
-        duration = (time.perf_counter() - started) * 1000
+        fit.observe_speed(model, (tokens_in or sizes.prompt_tokens) + (tokens_out or 0), seconds)
         cap = settings.llm_max_response_chars
+        counts = {"input_tokens": tokens_in, "output_tokens": tokens_out, "cost_usd": _cost(litellm, response),
+                  "duration_ms": seconds * 1000}
         try:
             if len(text) > cap:
                 raise InvalidOutput(f"the reply is {len(text)} characters, over the limit of {cap} "
                                     "(llm_max_response_chars)")
             value = check(text)
         except InvalidOutput as exc:
+            if finish == "length":
+                exc = InvalidOutput(f"{exc}; the reply was cut at the output-token limit "
+                                    f"({sizes.max_output_tokens}, llm_max_output_tokens)")
             last_error = f"invalid output: {exc}"
             kept = text if len(text) <= cap else f"{text[:_KEPT_CHARS]}... [{len(text) - _KEPT_CHARS} characters cut]"
-            record_call(conn, stage=stage, model=model, prompt=prompt, request=request, response=kept,
-                        input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=_cost(litellm, response),
-                        duration_ms=duration, error=last_error, incident_id=incident_id, run_id=run_id)
-            messages = messages + [
-                {"role": "assistant", "content": kept},
-                {"role": "user", "content": f"That reply was rejected ({exc}). Answer again with only the "
-                                            "corrected JSON object, no other text."},
-            ]
+            record_call(conn, response=kept, error=last_error, **counts, **log)
+            # the re-ask carries the reason only: sending the bad reply back grows every prompt and teaches a
+            # small model to repeat it
+            asked = messages + [{"role": "user", "content": f"Your previous answer was rejected: {exc}. "
+                                                             "Answer again with only the corrected JSON object."}]
             continue
-        record_call(conn, stage=stage, model=model, prompt=prompt, request=request, response=text,
-                    input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=_cost(litellm, response),
-                    duration_ms=duration, incident_id=incident_id, run_id=run_id)
+        record_call(conn, response=text, **counts, **log)
         return value
     raise LLMError(f"{stage}: no valid answer from {model} after {attempts} attempts (last: {last_error})",
                    fix="see the rows of llm_calls for this stage; try another model or raise llm_retries")
 
 
+def _prepare(settings: Settings, *, model: str, loaded: Prompt, variables: dict[str, Any],
+             max_output_tokens: int | None, keep: frozenset[str] = frozenset()
+             ) -> tuple[list[dict[str, str]], CallSizes]:
+    limit = max_output_tokens or settings.llm_max_output_tokens
+    window = fit.context_window(settings, model)
+    messages, tokens, cut = fit.fit(loaded, variables, model=model, window=window, max_output=limit, keep=keep)
+    return messages, CallSizes(prompt_tokens=tokens, context_tokens=window, max_output_tokens=limit,
+                               timeout_s=fit.timeout_for(settings, model, tokens, limit), cut=cut)
+
+
 def complete_json(settings: Settings, conn: duckdb.DuckDBPyConnection, *, model: str, prompt: str,
                   variables: dict[str, Any], schema: Schema, stage: str, incident_id: str | None = None,
-                  run_id: str | None = None, retries: int | None = None) -> dict[str, Any]:
+                  run_id: str | None = None, retries: int | None = None,
+                  max_output_tokens: int | None = None) -> dict[str, Any]:
     """Ask ``model`` with prompt file ``prompt`` and return its JSON answer, validated against ``schema``.
 
-    ``schema`` is a pydantic model class (the answer is returned as its ``model_dump``) or a JSON
-    schema dict. The schema is added to the variables as ``schema`` and, when the prompt has no
-    ``{{ schema }}`` placeholder, appended to the last message. ``retries`` (default
-    ``settings.llm_retries``) counts extra attempts after the first. Raises `LLMError`.
+    ``schema`` is a pydantic model class (the answer is returned as its ``model_dump``) or a JSON schema dict.
+    Where the model takes a schema (``llm_structured_output``) it goes as ``response_format``, with every
+    array and string bounded, and the prompt names the fields only; elsewhere the schema is written into
+    the prompt (as ``{{ schema }}`` where the prompt has that placeholder, else after the last message).
+    The prompt is cut to the model's context window (`faultline.llm.fit`). ``retries`` (default
+    ``settings.llm_retries``) counts extra attempts after the first; ``max_output_tokens`` overrides the
+    setting for this stage. Raises `LLMError`.
     """
+    import litellm
+
     loaded = load_prompt(prompt)
-    shape = json.dumps(_json_schema(schema), indent=1)
-    messages = loaded.render({**variables, "schema": shape})
+    shape = _json_schema(schema)
+    structured = _structured(settings, model, litellm)
+    written = _fields(shape) if structured else json.dumps(shape, indent=1)
+    messages, sizes = _prepare(settings, model=model, loaded=loaded, variables={**variables, "schema": written},
+                               max_output_tokens=max_output_tokens, keep=frozenset({"schema"}))
     if "schema" not in loaded.variables:
-        messages[-1] = {**messages[-1], "content": messages[-1]["content"]
-                        + "\n\nReply with only a JSON object that matches this JSON schema:\n" + shape}
-    return _call(settings, conn, model=model, prompt=loaded, messages=messages, stage=stage,
-                 incident_id=incident_id, run_id=run_id, retries=retries, check=lambda t: parse_json(t, schema))
+        note = ("\n\nReply with only a JSON object with the fields " + written if structured
+                else "\n\nReply with only a JSON object that matches this JSON schema:\n" + written)
+        messages[-1] = {**messages[-1], "content": messages[-1]["content"] + note}
+    response_format = ({"type": "json_schema", "json_schema": {"name": _schema_name(stage),
+                                                               "schema": guided.bounded(shape)}}
+                       if structured else None)
+    return _call(settings, conn, model=model, prompt=loaded, messages=messages, sizes=sizes, stage=stage,
+                 incident_id=incident_id, run_id=run_id, retries=retries, check=lambda t: parse_json(t, schema),
+                 response_format=response_format)
 
 
 def complete_text(settings: Settings, conn: duckdb.DuckDBPyConnection, *, model: str, prompt: str,
                   variables: dict[str, Any], stage: str, incident_id: str | None = None,
-                  run_id: str | None = None, retries: int | None = None) -> str:
+                  run_id: str | None = None, retries: int | None = None,
+                  max_output_tokens: int | None = None) -> str:
     """Like `complete_json` for free text: any non-empty reply is accepted."""
     loaded = load_prompt(prompt)
 
@@ -212,5 +295,17 @@ def complete_text(settings: Settings, conn: duckdb.DuckDBPyConnection, *, model:
             raise InvalidOutput("the reply was empty")
         return text
 
-    return _call(settings, conn, model=model, prompt=loaded, messages=loaded.render(variables), stage=stage,
-                 incident_id=incident_id, run_id=run_id, retries=retries, check=non_empty)
+    messages, sizes = _prepare(settings, model=model, loaded=loaded, variables=variables,
+                               max_output_tokens=max_output_tokens)
+    return _call(settings, conn, model=model, prompt=loaded, messages=messages, sizes=sizes, stage=stage,
+                 incident_id=incident_id, run_id=run_id, retries=retries, check=non_empty, response_format=None)
+
+
+def _fields(schema: dict[str, Any]) -> str:
+    """The top-level fields of a schema as one line: what a prompt says when the server enforces the shape."""
+    props = schema.get("properties", {})
+    return ", ".join(f"{k} ({v.get('description') or v.get('title') or 'value'})" for k, v in props.items()) + "."
+
+
+def _schema_name(stage: str) -> str:
+    return "".join(c if c.isalnum() or c in "_-" else "_" for c in stage)[:64] or "answer"

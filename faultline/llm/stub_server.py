@@ -2,7 +2,8 @@
 
 litellm reaches it as any OpenAI-compatible provider (model ``openai/<behaviour>``, base URL
 `StubServer.base_url`); the model name picks the behaviour (``ok``, ``slow``, ``status-<code>``, ``nonjson``,
-``badschema``, ``huge``, ``flaky-<n>``) and every request is kept. The behaviours: docs/llm.md#models-for-tests.
+``badschema``, ``huge``, ``flaky-<n>``, ``context-<n>``) and every request is kept, with how many it answered
+at once. The behaviours: docs/llm.md#models-for-tests.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ class Request:
     model: str
     messages: list[dict[str, Any]]
     at: float
+    body: dict[str, Any] = field(default_factory=dict)  # the whole request: max_tokens, response_format, ...
+    auth: str = ""  # the Authorization header as sent
 
 
 @dataclass
@@ -38,6 +41,8 @@ class StubServer:
     _server: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    in_flight: int = 0
+    max_in_flight: int = 0  # the most requests it was answering at once
 
     @property
     def base_url(self) -> str:
@@ -59,9 +64,16 @@ class StubServer:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 model = str(body.get("model", ""))
                 with stub._lock:
-                    stub.requests.append(Request(model, body.get("messages", []), time.monotonic()))
+                    stub.requests.append(Request(model, body.get("messages", []), time.monotonic(), body,
+                                                 self.headers.get("Authorization", "")))
                     seen = sum(r.model == model for r in stub.requests)
-                status, payload = stub._respond(model, body.get("messages", []), seen)
+                    stub.in_flight += 1
+                    stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
+                try:
+                    status, payload = stub._respond(model, body.get("messages", []), seen)
+                finally:
+                    with stub._lock:
+                        stub.in_flight -= 1
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
@@ -101,6 +113,12 @@ class StubServer:
             return code, {"error": {"message": f"stub: status {code}", "type": "stub_error", "code": code}}
         if model.startswith("flaky-") and seen <= int(model.split("-", 1)[1]):
             return 429, {"error": {"message": "stub: rate limited", "type": "rate_limit_error", "code": 429}}
+        if model.startswith("context-"):  # a server with a context window of <n> tokens (4 characters each)
+            window, size = int(model.split("-", 1)[1]), sum(len(str(m.get("content", ""))) for m in messages) // 4
+            if size > window:
+                return 400, {"error": {"message": f"This model's maximum context length is {window} tokens. "
+                                                  f"However, your messages resulted in {size} tokens.",
+                                       "type": "invalid_request_error", "code": "context_length_exceeded"}}
         if model == "slow":
             time.sleep(self.delay_s)
         if model == "nonjson":
