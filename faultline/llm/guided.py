@@ -3,9 +3,10 @@
 The decoder writes the schema's fixed text itself (braces, keys, commas) and lets the model choose only what the
 schema leaves open: which enum member or boolean (a token trie of the allowed spellings), whether an optional
 value is null, whether an array goes on, the digits of a number, the characters of a string. Strings and arrays
-are bounded (`bounded` gives every unbounded one a limit), so a small model that repeats itself cannot write past
-the output-token limit. The supported JSON-schema subset: object, array, string, integer, number, boolean, null,
-enum, const, ``$ref`` into ``$defs`` and ``anyOf`` with null. Why and how: docs/llm.md#a-local-model.
+are bounded (`bounded` gives every unbounded one a limit), and near the output-token limit strings end and
+arrays close early enough that the shortest valid end of what is open (`minimal`) still fits, so a small model
+that repeats itself still ends its JSON. The supported JSON-schema subset: object, array, string, integer,
+number, boolean, null, enum, const, ``$ref`` into ``$defs`` and ``anyOf`` with null. docs/llm.md#a-local-model.
 """
 
 from __future__ import annotations
@@ -85,6 +86,17 @@ class Decoder:
         self.out: list[str] = []
         self._first: dict[str, list[int]] = {}
         self._arrays: dict[int, Any] = {}
+        self._costs: dict[str, int] = {}
+        self.after = 0  # tokens the shortest valid end of what is open will take once the current value ends
+
+    def left(self) -> int:
+        """Output tokens still allowed, less those the shortest close of everything open needs."""
+        return self.max_tokens - self.tokens - self.after
+
+    def _cost(self, text: str) -> int:
+        if text not in self._costs:
+            self._costs[text] = len(self.model.encode(text)) if text else 0
+        return self._costs[text]
 
     # --- the model's side
     def start(self, prompt_ids: list[int]) -> None:
@@ -193,13 +205,22 @@ class Decoder:
         if len(resolved) == 1:
             self.value(resolved[0], defs)
             return
-        self.value(resolved[self.prefer([_openings(w) for w in resolved])], defs)
+        fits = [w for w in resolved if self._cost(minimal(w, defs)) + 2 <= self.left()]
+        if not fits:  # no room to choose: the shortest way closes in time
+            fits = [min(resolved, key=lambda w: self._cost(minimal(w, defs)))]
+        self.value(fits[self.prefer([_openings(w) for w in fits])], defs)
 
     def _object(self, schema: dict[str, Any], defs: dict[str, Any]) -> None:
         self.force("{")
-        for n, (key, sub) in enumerate(schema.get("properties", {}).items()):
+        outer = self.after
+        fields = list(schema.get("properties", {}).items())
+        for n, (key, sub) in enumerate(fields):
             self.force(("," if n else "") + json.dumps(key) + ":")
+            # priced piece by piece, as they would be written: tokens do not merge across what is forced
+            rest = sum(self._cost(f",{json.dumps(k)}:") + self._cost(minimal(v, defs)) for k, v in fields[n + 1:])
+            self.after = outer + rest + self._cost("}")
             self.value(sub, defs)
+        self.after = outer
         self.force("}")
 
     def _array(self, schema: dict[str, Any], defs: dict[str, Any]) -> None:
@@ -207,7 +228,10 @@ class Decoder:
         low, high = schema.get("minItems", 0), schema.get("maxItems", DEFAULT_MAX_ITEMS)
         self.force("[")
         count = 0
-        while count < high:
+        outer = self.after
+        self.after = outer + self._cost("]")
+        room = self._cost("," + minimal(_resolve(items, defs), defs)) + 8  # an item worth starting
+        while count < high and (count < low or self.left() > room):
             if count >= low:
                 going = [","] if count else _openings(_resolve(items, defs))
                 if self.prefer([going, ["]"]]) == 1:
@@ -216,6 +240,7 @@ class Decoder:
                 self.force(",")
             self.value(items, defs)
             count += 1
+        self.after = outer
         self.force("]")
 
     def _string(self, schema: dict[str, Any], defs: dict[str, Any]) -> None:
@@ -223,7 +248,7 @@ class Decoder:
         low = schema.get("minLength", 0)
         self.force('"')
         text, tail = "", ""
-        while len(text) < limit:
+        while len(text) < limit and (len(text) < low or self.left() > 3):
             allowed = self.vocab.plain if len(text) >= low else [i for i in self.vocab.plain if '"' not in
                                                                  self.vocab.texts[i]]
             if len(text) >= low and self._best(sorted(self.vocab.end_ids)) > self._best(allowed):
@@ -248,6 +273,8 @@ class Decoder:
             return
         digits = ""
         for _ in range(6):
+            if digits and self.left() <= 1:
+                break
             if digits and self._best(self._openers(",") + self._openers("}") + self._openers("]")) \
                     > self._best(self.vocab.digits):
                 break
@@ -290,6 +317,28 @@ def write_json(decoder: Decoder, schema: dict[str, Any]) -> str:
     """Write one JSON value of ``schema`` with ``decoder`` (already started on the prompt); returns the text."""
     decoder.value(schema, schema.get("$defs", {}) | schema.get("definitions", {}))
     return decoder.text
+
+
+def minimal(schema: dict[str, Any], defs: dict[str, Any]) -> str:
+    """The shortest JSON text of ``schema`` (what closing a value in a hurry writes)."""
+    schema = _resolve(schema, defs)
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    if "enum" in schema:
+        return min((json.dumps(m) for m in schema["enum"]), key=len)
+    ways = schema.get("anyOf") or schema.get("oneOf")
+    if ways:
+        return min((minimal(w, defs) for w in ways), key=len)
+    kind = schema.get("type", "string")
+    if isinstance(kind, list):
+        return min((minimal({**schema, "type": k}, defs) for k in kind), key=len)
+    if kind == "object":
+        inner = ",".join(f"{json.dumps(k)}:{minimal(v, defs)}" for k, v in schema.get("properties", {}).items())
+        return "{" + inner + "}"
+    if kind == "array":
+        return "[" + ",".join([minimal(schema.get("items", {}), defs)] * schema.get("minItems", 0)) + "]"
+    return {"string": '"' + "x" * schema.get("minLength", 0) + '"', "null": "null", "boolean": "true",
+            "integer": str(int(schema.get("minimum", 0))), "number": str(schema.get("minimum", 0))}.get(kind, '""')
 
 
 def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:

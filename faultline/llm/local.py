@@ -10,9 +10,10 @@ and two cores. Install and figures: docs/llm.md#a-local-model.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import inspect
-import os
+import io
 import threading
 import time
 from dataclasses import dataclass
@@ -94,11 +95,11 @@ def load(spec: str) -> Loaded:
             raise FaultlineError(f"the local model needs transformers and torch ({exc})", fix=INSTALL_FIX) from exc
         transformers.utils.logging.set_verbosity_error()
         transformers.utils.logging.disable_progress_bar()
-        os.environ.setdefault("TQDM_DISABLE", "1")  # the GGUF reader's own progress bar, on every load
         extra = {"gguf_file": gguf} if gguf else {}
         try:
-            tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
-            model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **extra)
+            with contextlib.redirect_stderr(io.StringIO()):  # the GGUF reader's own progress bar, on every load
+                tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
+                model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **extra)
         except ImportError as exc:  # gguf / accelerate missing
             raise FaultlineError(f"loading {spec} needs a package that is missing: {exc}", fix=INSTALL_FIX) from exc
         model.eval()
