@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from faultline.sade.engine import NoSubmission
 from faultline.sade.initial import Symptoms, initial_scan
 from faultline.sade.llm_actions import (
+    ALL,
     Action,
     Walk,
     apply,
@@ -90,9 +91,10 @@ def llm_policy(session: Session, *, settings: Settings, conn: duckdb.DuckDBPyCon
 
 def gated_step(w: Walk) -> Action:
     """The deterministic next step of the phase-gated walk, for a turn the model could not take: submit the matches
-    when a fingerprint matches; else scan every check of the current phase on the next device to cover (the leads,
-    or every device) that has not had them; else advance to the next phase (or back to the first one left
-    unscanned); else submit (healthy, or "fault not identified" when the users' checks fail)."""
+    when a fingerprint matches; else scan every check of the current phase on the devices to cover (the leads, or
+    every device) that have not had them, all devices at once when more than one is left (a turn lost to a model
+    must not cost the walk its budget); else advance to the next phase (or back to the first one left unscanned);
+    else submit (healthy, or "fault not identified" when the users' checks fail)."""
     if w.matches():
         return Action(action="submit", answer="matches")
     cover = w.must_cover()
@@ -103,7 +105,7 @@ def gated_step(w: Walk) -> Action:
 
     todo = left(w.phase)
     if todo:
-        return Action(action="scan", device=todo[0], check="all")
+        return Action(action="scan", device=todo[0] if len(todo) == 1 else ALL, check="all")
     later = PHASES[PHASES.index(w.phase) + 1:]
     unscanned = [p for p in PHASES if left(p)]
     if later and later[0] in w.advance_targets():
