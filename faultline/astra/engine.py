@@ -2,7 +2,9 @@
 
 `analyse` runs round 1 on the paper's schedule, then follow-up rounds until no criterion scores <= 3, no new query
 is left or `max_rounds` is reached; ``analyst`` is ``"deterministic"`` (the in-project analyst) or
-``"llm:<litellm model>"``. The rounds in full: docs/astra.md#one-incident-end-to-end.
+``"llm:<litellm model>"``. With a model, an agent or step whose call fails degrades (the agent says so and is a
+missing source, a step falls back to the deterministic analyst); the analysis fails only when no agent found anything
+(docs/llm.md#when-a-model-fails). The rounds in full: docs/astra.md#one-incident-end-to-end.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from faultline.astra.records import (
     SimilarTicket,
 )
 from faultline.errors import FaultlineError
+from faultline.llm import LLMError
 
 if TYPE_CHECKING:
     import duckdb
@@ -55,7 +58,12 @@ class Agents:
 
 @dataclass
 class Analyst:
-    """The five LLM steps, deterministic or through one litellm model."""
+    """The five LLM steps, deterministic or through one litellm model.
+
+    With a model, a step whose call fails (`LLMError`) is done by the deterministic analyst instead and said in
+    `fallbacks` ("<step>: model failed: <reason>; ..."), which the next report lists with its missing sources;
+    the judge's fallback is also named in its scores (docs/llm.md#when-a-model-fails).
+    """
 
     name: str
     model: str | None = None
@@ -63,31 +71,60 @@ class Analyst:
     conn: duckdb.DuckDBPyConnection | None = None
     run_id: str | None = None
     asked: list[FollowupQuery] = field(default_factory=list)
+    fallbacks: list[str] = field(default_factory=list)
+
+    def _fell_back(self, step: str, exc: Exception) -> None:
+        from faultline.astra.agents import model_failure
+
+        self.fallbacks.append(f"{step}: {model_failure(exc)}; the deterministic analyst did it instead")
 
     def claims(self, incident: Incident, output: AgentOutput, exclude: set[str]) -> list[Claim]:
-        if self.model is None:
-            return claims_mod.extract_deterministic(output, incident_id=incident.incident_id, exclude=exclude)
-        return claims_mod.extract_llm(output, incident_id=incident.incident_id, ticket=_ticket(incident),
-                                      settings=self.settings, conn=self.conn, model=self.model, run_id=self.run_id,
-                                      exclude=exclude)
+        if output.data.get("model_failed"):
+            return []  # the agent said nothing: its output only names the failure
+        if self.model is not None:
+            try:
+                return claims_mod.extract_llm(output, incident_id=incident.incident_id, ticket=_ticket(incident),
+                                              settings=self.settings, conn=self.conn, model=self.model,
+                                              run_id=self.run_id, exclude=exclude)
+            except LLMError as exc:
+                self._fell_back(f"claim extraction ({output.agent} agent, round {output.round})", exc)
+        return claims_mod.extract_deterministic(output, incident_id=incident.incident_id, exclude=exclude)
 
     def evidence(self, incident: Incident, claims: list[Claim], outputs: dict[str, AgentOutput]) -> list[Evidence]:
-        if self.model is None or not claims:
-            return evidence_mod.map_deterministic(claims, outputs)
-        return evidence_mod.map_llm(claims, outputs, incident_id=incident.incident_id, settings=self.settings,
-                                    conn=self.conn, model=self.model, run_id=self.run_id)
+        if self.model is not None and claims:
+            try:
+                return evidence_mod.map_llm(claims, outputs, incident_id=incident.incident_id,
+                                            settings=self.settings, conn=self.conn, model=self.model,
+                                            run_id=self.run_id)
+            except LLMError as exc:
+                self._fell_back("evidence mapping", exc)
+        return evidence_mod.map_deterministic(claims, outputs)
 
     def report(self, incident: Incident, outputs: dict[str, AgentOutput], claims: list[Claim],
                evidence: list[Evidence], round_: int, previous: AstraRound | None) -> Report:
-        if self.model is None:
-            report = report_mod.write_deterministic(incident, outputs, claims, evidence, round_=round_)
-        else:
+        report = None
+        if self.model is not None:
             critique = "\n".join(f"- {s.criterion}: {s.score}/5 - {s.reason}" for s in previous.scores) \
                 if previous else ""
-            report = report_mod.write_llm(incident, outputs, claims, evidence, round_=round_, settings=self.settings,
-                                          conn=self.conn, model=self.model, run_id=self.run_id,
-                                          previous=previous.report if previous else None, critique=critique)
-        return self._fault_area(incident, outputs, report)
+            try:
+                report = report_mod.write_llm(incident, outputs, claims, evidence, round_=round_,
+                                              settings=self.settings, conn=self.conn, model=self.model,
+                                              run_id=self.run_id, previous=previous.report if previous else None,
+                                              critique=critique)
+            except LLMError as exc:
+                self._fell_back(f"report writer (round {round_})", exc)
+        if report is None:
+            report = report_mod.write_deterministic(incident, outputs, claims, evidence, round_=round_)
+        return self._with_fallbacks(self._fault_area(incident, outputs, report))
+
+    def _with_fallbacks(self, report: Report) -> Report:
+        """The report listing, after its missing sources, every step a failed model left to the deterministic
+        analyst so far."""
+        added = [line for line in self.fallbacks if line not in report.missing]
+        if not added:
+            return report
+        updated = report.model_copy(update={"missing": [*report.missing, *added]})
+        return updated.model_copy(update={"text": report_mod.render_markdown(updated)})
 
     def _fault_area(self, incident: Incident, outputs: dict[str, AgentOutput], report: Report) -> Report:
         """Components from the fault-area inference over the agents' evidence (an LLM's own choice stands)."""
@@ -105,17 +142,24 @@ class Analyst:
               evidence: list[Evidence], report: Report) -> list[JudgeScore]:
         if self.model is None:
             return judge_mod.judge_deterministic(incident, outputs, claims, evidence, report)
-        return judge_mod.judge_llm(incident, outputs, claims, evidence, report, settings=self.settings,
-                                   conn=self.conn, model=self.model, run_id=self.run_id)
+        scores = judge_mod.judge_llm_or_rules(incident, outputs, claims, evidence, report, settings=self.settings,
+                                              conn=self.conn, model=self.model, run_id=self.run_id)
+        if scores and scores[0].judge.startswith(judge_mod.FALLBACK_JUDGE):
+            self.fallbacks.append(f"judge (round {report.round}): {scores[0].judge}")
+        return scores
 
     def plan(self, incident: Incident, report: Report, scores: list[JudgeScore], claims: list[Claim],
              evidence: list[Evidence]) -> list[FollowupQuery]:
         asked_keys = {orchestrator.query_key(q.agent, q.query) for q in self.asked}
-        if self.model is None:
+        planned = None
+        if self.model is not None:
+            try:
+                planned = orchestrator.plan_llm(incident, report, scores, self.asked, settings=self.settings,
+                                                conn=self.conn, model=self.model, run_id=self.run_id)
+            except LLMError as exc:
+                self._fell_back(f"orchestrator (round {report.round})", exc)
+        if planned is None:
             planned = orchestrator.plan_deterministic(incident, report, scores, claims, evidence, asked_keys)
-        else:
-            planned = orchestrator.plan_llm(incident, report, scores, self.asked, settings=self.settings,
-                                            conn=self.conn, model=self.model, run_id=self.run_id)
         self.asked.extend(planned)
         return planned
 
@@ -144,6 +188,7 @@ def append_answer(output: AgentOutput, answer: AgentOutput, query: str) -> Agent
         "label": output.label or answer.label,
         "category": output.category or answer.category,
         "devices": list(dict.fromkeys([*output.devices, *answer.devices])),
+        "missing": output.missing or answer.missing,
         "data": {**output.data, "followups": followups},
         "round": answer.round,
         "elapsed_s": output.elapsed_s + answer.elapsed_s,
@@ -169,6 +214,7 @@ def analyse(incident: Incident, *, settings: Settings, conn: duckdb.DuckDBPyConn
 
     prefetched, gathered = agents.gather(incident)
     outputs: dict[str, AgentOutput] = dict(gathered)
+    _produced_something(incident, outputs)
     claims: list[Claim] = []
     for output in outputs.values():
         claims += steps.claims(incident, output, exclude=set())
@@ -195,6 +241,16 @@ def analyse(incident: Incident, *, settings: Settings, conn: duckdb.DuckDBPyConn
     return AstraResult(incident_id=incident.incident_id, analyst=analyst, outputs=list(outputs.values()),
                        claims=claims, evidence=evidence, rounds=rounds,
                        elapsed_s=round(time.perf_counter() - started, 3))
+
+
+def _produced_something(incident: Incident, outputs: dict[str, AgentOutput]) -> None:
+    """Raise `LLMError` when an agent's model failed and no agent found anything: then nothing could be produced
+    and the incident is a failure row (docs/llm.md#when-a-model-fails)."""
+    failed = [o.missing for o in outputs.values() if o.data.get("model_failed")]
+    if failed and not any(o.findings for o in outputs.values()):
+        raise LLMError(f"{incident.incident_id}: no agent found anything and a model failed: " + "; ".join(failed),
+                       fix="see the rows of llm_calls for this incident; try another model or raise llm_retries "
+                           "or llm_timeout_s")
 
 
 def _answer(incident: Incident, followups: list[FollowupQuery], next_round: int, prefetched: list[SimilarTicket],
@@ -229,7 +285,7 @@ def default_agents(settings: Settings, conn: duckdb.DuckDBPyConnection, *, model
     The agents are built once per analysis and reused for its follow-ups (the embedder and the docs
     client they hold are loaded once).
     """
-    from faultline.astra.agents import AgentDeps, make_agent
+    from faultline.astra.agents import AgentDeps, make_agent, run_agent
     from faultline.astra.schedule import run_agents
 
     deps = AgentDeps(settings=settings, conn=conn, model=model, run_id=run_id, docs_client=docs)
@@ -242,6 +298,6 @@ def default_agents(settings: Settings, conn: duckdb.DuckDBPyConnection, *, model
     def ask(agent: AgentName, task: AgentTask) -> AgentOutput:
         if agent not in built:
             built[agent] = make_agent(agent, deps)
-        return built[agent].run(task)  # type: ignore[attr-defined]
+        return run_agent(built[agent], task)  # type: ignore[arg-type]
 
     return Agents(gather=gather, ask=ask)

@@ -2,7 +2,8 @@
 
 `judge_deterministic` scores by rules over the report, the claims, their evidence and the agents' outputs (never
 the ground truth), then caps scores by the consistency findings of `faultline.astra.consistency`; `judge_llm` has
-a model score the same criteria (prompt ``judge/judge``). The criteria and checks: docs/astra.md#the-judge.
+a model score the same criteria (prompt ``judge/judge``), and `judge_llm_or_rules` falls back to the rules when the
+model fails. The criteria and checks: docs/astra.md#the-judge.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 JUDGE_PROMPT = "judge/judge"
 REVISE_AT = 3  # a score at or below this on any criterion asks for another round
 DETERMINISTIC_JUDGE = "deterministic-judge"
+FALLBACK_JUDGE = "deterministic fallback"  # the judge of scores given by the rules because the model judge failed
 # the deterministic judge's rules (docs/astra.md#the-judge) as stored in judge_scores.version: give it a new value
 # whenever a rule changes (it was a hash of the module's old docstring, which held the rules; kept so stored
 # scores still name the rules they were given by)
@@ -221,9 +223,9 @@ class LLMJudgement(BaseModel):
 def judge_llm(incident: Incident, outputs: dict[str, AgentOutput], claims: list[Claim], evidence: list[Evidence],
               report: Report, *, settings: Settings, conn: duckdb.DuckDBPyConnection, model: str,
               run_id: str | None = None) -> list[JudgeScore]:
-    """Score one report with an LLM judge (prompt ``judge/judge``); a criterion it skips is an invalid answer."""
-    from faultline.errors import FaultlineError
-    from faultline.llm import complete_json, load_prompt
+    """Score one report with an LLM judge (prompt ``judge/judge``); a criterion it skips is an invalid answer
+    (`LLMError`, as when the model gives none)."""
+    from faultline.llm import LLMError, complete_json, load_prompt
 
     agent_text = "\n\n".join(f"## {name} agent\n{o.text}" for name, o in outputs.items())
     answer = complete_json(settings, conn, model=model, prompt=JUDGE_PROMPT, schema=LLMJudgement,
@@ -234,8 +236,30 @@ def judge_llm(incident: Incident, outputs: dict[str, AgentOutput], claims: list[
     by_name = {s.criterion: s for s in LLMJudgement.model_validate(answer).scores}
     missing = [c for c in CRITERIA if c not in by_name]
     if missing:
-        raise FaultlineError(f"the LLM judge {model} did not score {missing}",
-                             fix="check prompts/judge/judge.md lists all five criteria, or use another model")
+        raise LLMError(f"the LLM judge {model} did not score {missing}",
+                       fix="check prompts/judge/judge.md lists all five criteria, or use another model")
     version = load_prompt(JUDGE_PROMPT).sha256[:12]
     return [JudgeScore(incident_id=incident.incident_id, round=report.round, criterion=c, score=by_name[c].score,
                        reason=by_name[c].reason, judge=f"llm:{model}", version=version) for c in CRITERIA]
+
+
+def fallback_judge(failure: str) -> str:
+    """The `judge` of scores the deterministic judge gave because the model judge failed (`failure` says how)."""
+    return f"{FALLBACK_JUDGE} ({failure})"
+
+
+def judge_llm_or_rules(incident: Incident, outputs: dict[str, AgentOutput], claims: list[Claim],
+                       evidence: list[Evidence], report: Report, *, settings: Settings,
+                       conn: duckdb.DuckDBPyConnection, model: str, run_id: str | None = None) -> list[JudgeScore]:
+    """`judge_llm`; when the model gives no valid answer (`LLMError`), the deterministic judge's scores, each
+    saying so in its `judge`: ``deterministic fallback (model failed: <reason>)`` (docs/llm.md#when-a-model-fails)."""
+    from faultline.astra.agents.base import model_failure
+    from faultline.llm import LLMError
+
+    try:
+        return judge_llm(incident, outputs, claims, evidence, report, settings=settings, conn=conn, model=model,
+                         run_id=run_id)
+    except LLMError as exc:
+        name = fallback_judge(model_failure(exc))
+    return [s.model_copy(update={"judge": name})
+            for s in judge_deterministic(incident, outputs, claims, evidence, report)]

@@ -1,8 +1,8 @@
 """ASTRA's agent schedule: a shared pre-fetch, then similarity ∥ log (threads), then domain with their outputs.
 
-`run_agents` is one round's first pass; a pre-fetch without a ticket index leaves the similarity agent's
-output saying so (`AgentOutput.missing`); the orchestrator sends follow-up tasks to single agents
-through `make_agent(...).run(task)` directly.
+`run_agents` is one round's first pass; a pre-fetch without a ticket index, or an agent whose model failed
+(`agents.run_agent`), leaves that agent's output saying so (`AgentOutput.missing`); the orchestrator sends
+follow-up tasks to single agents through `run_agent(make_agent(...), task)`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from faultline.astra.agents import AgentDeps, make_agent
+from faultline.astra.agents import AgentDeps, make_agent, run_agent
 from faultline.astra.prefetch import Prefetch, prefetch
 from faultline.astra.records import AgentOutput, AgentTask, Incident
 
@@ -35,8 +35,8 @@ def run_agents(deps: AgentDeps, incident: Incident, *, round: int = 1, reranker=
     base = AgentTask(incident=incident, query=query, round=round, prefetched=shared.similar)
     began = time.perf_counter()
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="astra-agent") as pool:
-        similarity = pool.submit(make_agent("similarity", deps).run, base)
-        log = pool.submit(make_agent("log", deps).run, base)
+        similarity = pool.submit(run_agent, make_agent("similarity", deps), base)
+        log = pool.submit(run_agent, make_agent("log", deps), base)
         outputs = {"similarity": similarity.result(), "log": log.result()}
     if shared.missing:
         outputs["similarity"] = outputs["similarity"].model_copy(update={
@@ -46,6 +46,6 @@ def run_agents(deps: AgentDeps, incident: Incident, *, round: int = 1, reranker=
     began = time.perf_counter()
     domain_task = base.model_copy(update={"context": {"similarity": outputs["similarity"].text,
                                                       "log": outputs["log"].text}})
-    outputs["domain"] = make_agent("domain", deps).run(domain_task)
+    outputs["domain"] = run_agent(make_agent("domain", deps), domain_task)
     timings["domain"] = time.perf_counter() - began
     return ScheduleResult(prefetch=shared, outputs=outputs, timings=timings)

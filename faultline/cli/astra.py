@@ -25,7 +25,8 @@ def report_command(
     as_json: bool = typer.Option(False, "--json", help="Print the analysis (and its evaluation) as JSON."),
 ) -> None:
     """Print the ASTRA report of INCIDENT: stored if already analysed, else analysed now and stored (with its
-    scores when the incident has a ground truth)."""
+    scores when the incident has a ground truth). Exit status 2 when the analysis failed (with --json too, after
+    the JSON, whose "error" says why)."""
     from faultline import db
     from faultline.astra.incident import load_incident
     from faultline.astra.store import load_result
@@ -43,8 +44,15 @@ def report_command(
             score = score_stored(conn, result, incident)
         else:
             from faultline.astra.unit import run_astra
+            from faultline.errors import FaultlineError
 
-            done = run_astra(settings, conn, incident.incident_id, analyst=analyst, max_rounds=rounds)
+            try:
+                done = run_astra(settings, conn, incident.incident_id, analyst=analyst, max_rounds=rounds)
+            except FaultlineError as exc:
+                if as_json:  # a script reads the failure on stdout too; the exit status still says it failed
+                    print_json({"incident": incident.model_dump(mode="json"), "stored": False, "result": None,
+                                "evaluation": None, "error": exc.message, "fix": exc.fix})
+                raise
             result, score = done.result, done.score
     finally:
         conn.close()
@@ -69,8 +77,9 @@ def _print_report(result: Any, score: Any, stored: bool) -> None:
     print_table(["round", "agent", "tag", "evidence", "confidence", "claim", "quote"], rows,
                 title=f"claims and evidence ({len(result.claims)})")
     round_rows = [[r.round, " ".join(f"{s.criterion}={s.score}" for s in r.scores), "yes" if r.revise else "no",
-                   len(r.followups), f"{r.elapsed_s:.2f}"] for r in result.rounds]
-    print_table(["round", "judge", "revise", "follow-ups", "seconds"], round_rows, title="rounds")
+                   len(r.followups), f"{r.elapsed_s:.2f}", ", ".join(dict.fromkeys(s.judge for s in r.scores))]
+                  for r in result.rounds]
+    print_table(["round", "judge", "revise", "follow-ups", "seconds", "judged by"], round_rows, title="rounds")
     origin = "stored analysis" if stored else "new analysis (stored)"
     typer.echo(f"{origin} by {result.analyst}, {result.elapsed_s:.2f} s")
     if score is not None:

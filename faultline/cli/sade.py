@@ -59,7 +59,8 @@ def diagnose_command(
                                          "folder's ticket.json title and description); \"\" for none."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole diagnosis as JSON."),
 ) -> None:
-    """Diagnose one incident with SADE and print its submission, steps and flags."""
+    """Diagnose one incident with SADE and print its submission, steps and flags; exit status 1 when the diagnosis
+    ended without a submission (the network could not be probed, or the policy gave up), with --json too."""
     from faultline.network.backends import open_backend
     from faultline.sade.unit import run_sade
 
@@ -86,8 +87,12 @@ def diagnose_command(
 
 
 def _print_diagnosis(diag, incident_id: str, as_json: bool) -> None:
+    """The diagnosis as JSON or tables; exit status 1 when it ended without a submission (its status and error
+    say why), with --json too."""
     if as_json:
         print_json(diag.model_dump(mode="json"))
+        if diag.submission is None:
+            raise typer.Exit(1)
         return
     print_table(["#", "phase", "tool", "args", "flags"],
                 [(st.seq, st.phase, st.tool, " ".join(f"{k}={v}" for k, v in st.args.items()), ", ".join(st.flags))

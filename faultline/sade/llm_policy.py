@@ -2,7 +2,9 @@
 
 After the initial scan the model answers one JSON action a turn among those the phase gates allow (`llm_actions`,
 stage ``sade.policy``, ``prompts/sade/``), within ``settings.sade_max_turns`` and one reminder at half of them;
-out of turns the current matches are the answer, else `NoSubmission`. In full: docs/sade.md#the-llm-policy.
+out of turns the current matches are the answer, else `NoSubmission`. A turn whose model call fails (`LLMError`)
+takes the gated walk's deterministic next step instead (`gated_step`) and records it as an ``llm_fallback`` step
+(docs/llm.md#when-a-model-fails). In full: docs/sade.md#the-llm-policy.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from faultline.sade.engine import NoSubmission
 from faultline.sade.initial import Symptoms, initial_scan
 from faultline.sade.llm_actions import (
+    ALL,
     Action,
     Walk,
     apply,
@@ -21,6 +24,7 @@ from faultline.sade.llm_actions import (
     compact_flag,
 )
 from faultline.sade.matcher import Match
+from faultline.sade.records import Step
 from faultline.sade.scans import PHASES
 from faultline.sade.session import Session
 from faultline.sade.unidentified import unidentified
@@ -31,6 +35,8 @@ if TYPE_CHECKING:
     from faultline.config import Settings
 
 STAGE = "sade.policy"
+FALLBACK_TOOL = "llm_fallback"  # the step that records a turn the deterministic walk took for a failed model
+REASON_CHARS = 300
 TURN_PROMPT, RULES_PROMPT, REMINDER_PROMPT = "sade/turn", "sade/system", "sade/reminder"
 MAX_FLAGS_SHOWN = 40  # the newest ones; older flags are counted, not listed, to keep each turn small
 MAX_PAIRS_SHOWN = 30
@@ -40,10 +46,10 @@ def llm_policy(session: Session, *, settings: Settings, conn: duckdb.DuckDBPyCon
                incident_id: str | None = None, run_id: str | None = None) -> list[Match]:
     """Diagnose with `model` choosing the actions; the matches to submit (empty = healthy).
 
-    Raises `NoSubmission` when the budget ends with no submit and no match, and `LLMError` when the
-    model gives no valid JSON within the gateway's attempts.
+    Raises `NoSubmission` when the budget ends with no submit and no match. A turn whose model gives no valid
+    answer within the gateway's attempts (`LLMError`) takes `gated_step` instead, recorded as a step.
     """
-    from faultline.llm import complete_json, load_prompt
+    from faultline.llm import LLMError, complete_json, load_prompt
 
     sym = initial_scan(session)
     walk = Walk(session=session, sym=sym, roles={d.name: d.role for d in session.devices()})
@@ -58,12 +64,22 @@ def llm_policy(session: Session, *, settings: Settings, conn: duckdb.DuckDBPyCon
     for turn in range(1, budget + 1):
         variables = _variables(walk, turn=turn, budget=budget, rules=rules, index=index, history=history,
                                last=last, reminder=reminder if turn == remind_at else "")
-        answer = complete_json(settings, conn, model=model, prompt=TURN_PROMPT, variables=variables, schema=Action,
-                               stage=STAGE, incident_id=incident_id, run_id=run_id)
-        action = Action.model_validate(answer)
-        phase_before = walk.phase
+        try:
+            action = Action.model_validate(complete_json(settings, conn, model=model, prompt=TURN_PROMPT,
+                                                         variables=variables, schema=Action, stage=STAGE,
+                                                         incident_id=incident_id, run_id=run_id))
+            taken_by = ""
+        except LLMError as exc:
+            action = gated_step(walk)
+            _record_fallback(walk, turn, action, exc)
+            taken_by = " (the model failed: the deterministic walk's step)"
+        phase_before, steps_before = walk.phase, len(session.steps)
         outcome = apply(walk, action)
-        history.append(f"{turn}. [{phase_before}] {_describe(action)} -> {outcome.text.splitlines()[0]}")
+        if taken_by:
+            for step in session.steps[steps_before:]:
+                step.note = f"{step.note} | deterministic fallback, turn {turn}" if step.note else \
+                    f"deterministic fallback, turn {turn}"
+        history.append(f"{turn}. [{phase_before}] {_describe(action)}{taken_by} -> {outcome.text.splitlines()[0]}")
         if outcome.submitted is not None:
             return outcome.submitted
         last = outcome.text
@@ -71,6 +87,44 @@ def llm_policy(session: Session, *, settings: Settings, conn: duckdb.DuckDBPyCon
     if found:
         return found  # out of turns: what the fingerprints (or the failing checks) say beats no answer
     raise NoSubmission(f"the model did not submit within {budget} turns and no fingerprint matched")
+
+
+def gated_step(w: Walk) -> Action:
+    """The deterministic next step of the phase-gated walk, for a turn the model could not take: submit the matches
+    when a fingerprint matches; else scan every check of the current phase on the devices to cover (the leads, or
+    every device) that have not had them, all devices at once when more than one is left (a turn lost to a model
+    must not cost the walk its budget); else advance to the next phase (or back to the first one left unscanned);
+    else submit (healthy, or "fault not identified" when the users' checks fail)."""
+    if w.matches():
+        return Action(action="submit", answer="matches")
+    cover = w.must_cover()
+
+    def left(phase: str) -> list[str]:
+        wanted = {(phase, name) for name in checks_of(phase)}
+        return [d for d in cover if not wanted <= w.done.get(d, set())]
+
+    todo = left(w.phase)
+    if todo:
+        return Action(action="scan", device=todo[0] if len(todo) == 1 else ALL, check="all")
+    later = PHASES[PHASES.index(w.phase) + 1:]
+    unscanned = [p for p in PHASES if left(p)]
+    if later and later[0] in w.advance_targets():
+        return Action(action="advance", phase=later[0])
+    if unscanned and unscanned[0] in w.advance_targets():
+        return Action(action="advance", phase=unscanned[0])
+    return Action(action="submit", answer="healthy")
+
+
+def _record_fallback(w: Walk, turn: int, action: Action, exc: Exception) -> None:
+    """An ``llm_fallback`` step: the turn, the model's failure and the step taken instead (the diagnosis stores it
+    with its steps, so a user sees which turns were not the model's)."""
+    reason = " ".join(str(getattr(exc, "message", "") or exc).split())
+    reason = reason if len(reason) <= REASON_CHARS else reason[:REASON_CHARS - 3] + "..."
+    steps = w.session.steps
+    taken = _describe(action)
+    steps.append(Step(seq=len(steps) + 1, phase=w.session.phase, tool=FALLBACK_TOOL,  # type: ignore[arg-type]
+                      args={"turn": turn, "step": taken},
+                      note=f"model failed: {reason}; the deterministic walk's next step was taken: {taken}"))
 
 
 def llm_policy_runner(settings: Settings, *, model: str | None = None, incident_id: str,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -51,3 +52,30 @@ def cap(text: str, limit: int) -> str:
         if at > limit // 2:
             return cut[:at].rstrip()
     return cut
+
+
+REASON_CHARS = 300  # of a model's failure, as the report lists it (the whole of it is in llm_calls)
+
+
+def model_failure(exc: Exception) -> str:
+    """``model failed: <reason>`` for a model call that gave no valid answer (an `LLMError`), cut to a line."""
+    reason = " ".join(str(getattr(exc, "message", "") or exc).split())
+    return f"model failed: {cap(reason, REASON_CHARS)}"
+
+
+def run_agent(agent: Agent, task: AgentTask) -> AgentOutput:
+    """``agent.run(task)``; when the agent's model gives no valid answer (`LLMError`: timeout, invalid answers after
+    the re-asks, refused), an output that says so and names the failure as a missing source, so the other agents'
+    findings still make the report (docs/llm.md#when-a-model-fails)."""
+    from faultline.llm import LLMError
+
+    started = time.perf_counter()
+    try:
+        return agent.run(task)
+    except LLMError as exc:
+        failed = model_failure(exc)
+        source = f"{agent.name} agent" if task.round <= 1 else f"{agent.name} agent (follow-up, round {task.round})"
+        return AgentOutput(agent=agent.name, round=task.round, query=task.query,  # type: ignore[arg-type]
+                           text=f"The {agent.name} agent's model failed, so this agent says nothing: {failed}",
+                           data={"model_failed": failed}, missing=f"{source}: {failed}",
+                           elapsed_s=time.perf_counter() - started)
