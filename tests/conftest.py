@@ -1,7 +1,8 @@
 """Shared fixtures and the suite's requirements.
 
 A fresh warehouse per test; the public data sets through the `data_dir` setting. Tests marked
-`data` need those data sets, tests marked `lab` need root and tests marked `local_model` the local model's packages; without them they are skipped with
+`data` need those data sets, tests marked `lab` need root and tests marked `local_model` the local
+model's packages; without them they are skipped with
 one line saying what to do, and `--require-all` makes those skips failures (CI runs with it).
 
 The suite runs on two pytest-xdist worker processes (`-n 2 --dist loadgroup`, pyproject's addopts): every
