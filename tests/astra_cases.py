@@ -80,6 +80,7 @@ def log_output() -> AgentOutput:
                              f"notifications at {_clock(expired)}.", aspect="symptom",
                         quotes=[expired, hold_timer_line("router2")])]
     return AgentOutput(agent="log", round=1, query="initial", text=text, findings=findings,
+                       sources=[*log_lines("router1"), *log_lines("router2")],  # the lines the agent read
                        category="misconfiguration", label="bgp_acl_block", devices=["router1", "router2"])
 
 
@@ -94,6 +95,7 @@ def similarity_output() -> AgentOutput:
     ])
     return AgentOutput(agent="similarity", round=1, query="initial", text=text, category="misconfiguration",
                        label="bgp_acl_block", devices=["super_spine_0"],
+                       sources=[ticket["ticket_id"], ticket["title"], ticket["description"], note],
                        data={"tickets": [{"ticket_id": ticket["ticket_id"], "score": 0.71,
                                           "components": ticket["components"]}]})
 
@@ -109,7 +111,7 @@ def domain_output() -> AgentOutput:
     section = runbook_section("Session stuck in Active or Connect")
     flapping = runbook_section("Session flapping")
     text = f"From noc-runbook.md:\n{section}\n\n{flapping}"
-    return AgentOutput(agent="domain", round=1, query="initial", text=text,
+    return AgentOutput(agent="domain", round=1, query="initial", text=text, sources=[section, flapping],
                        findings=[Finding(text="Any firewall that drops TCP port 179 keeps the BGP session "
                                               "from coming up.",
                                          aspect="cause")])
@@ -143,7 +145,7 @@ class SourceAgents:
         wanted = set(lexical.content_words(task.query))
         scored = sorted(self.sources(agent), key=lambda s: -len(wanted & set(lexical.words(s))))
         best = [s for s in scored[:3] if wanted & set(lexical.words(s))]
-        return AgentOutput(agent=agent, round=task.round, query=task.query, text="\n".join(best))
+        return AgentOutput(agent=agent, round=task.round, query=task.query, text="\n".join(best), sources=best)
 
     def gather(self, inc: Incident) -> tuple[list[SimilarTicket], dict[str, AgentOutput]]:
         return [], dict(self.initial)

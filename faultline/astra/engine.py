@@ -179,12 +179,14 @@ def parse_analyst(analyst: str) -> str | None:
 
 
 def append_answer(output: AgentOutput, answer: AgentOutput, query: str) -> AgentOutput:
-    """The agent's output with a follow-up answer appended (text, findings, devices; label only if it had none)."""
+    """The agent's output with a follow-up answer appended (text, findings, sources, devices; label only if it had
+    none)."""
     followups = list(output.data.get("followups") or [])
     followups.append({"round": answer.round, "query": query, "data": answer.data})
     return output.model_copy(update={
         "text": f"{output.text.rstrip()}\n\n{answer.text.strip()}\n" if answer.text.strip() else output.text,
         "findings": [*output.findings, *answer.findings],
+        "sources": list(dict.fromkeys([*output.sources, *answer.sources])),
         "label": output.label or answer.label,
         "category": output.category or answer.category,
         "devices": list(dict.fromkeys([*output.devices, *answer.devices])),

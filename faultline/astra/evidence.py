@@ -1,12 +1,15 @@
-"""Evidence mapping: tie every claim to a verbatim passage of its own agent's output, and check that it is verbatim.
+"""Evidence mapping: tie every claim to a verbatim passage of the sources its own agent read, and check it.
 
-`validate` accepts a proposed quote only when it overlaps the source in contiguous runs of words and names no
-identifier the source lacks, else falls back to a keyword window; it sets a confidence and the status VERIFIED,
+The sources are `AgentOutput.sources` (the log lines in scope, the resolved tickets' texts, the documentation
+sections), never the agent's prose (`AgentOutput.text`), which with an LLM analyst is the model's own writing.
+`validate` accepts a proposed quote only when it overlaps the sources in contiguous runs of words and names no
+identifier they lack, else falls back to a keyword window over them; it sets a confidence and the status VERIFIED,
 UNVERIFIED or REFERENCE (`status_for`). The check and its thresholds: docs/astra.md#evidence.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
@@ -23,8 +26,9 @@ if TYPE_CHECKING:
 VERBATIM_THRESHOLD = 0.6
 RUN = 3  # words a contiguous run needs before it counts as quoted
 MAX_WINDOW = 3  # sentences in a keyword window
-RULES_VERSION = "evidence-rules-2"
+RULES_VERSION = "evidence-rules-3"  # 3: quotes checked against the sources, not the prose
 INCIDENT_SOURCES: frozenset[str] = frozenset({"log"})  # agents whose output is about this incident
+SOURCE_PROMPT_CHARS = 12_000  # the sources shown to an LLM mapper (the log agent's excerpt cap)
 
 
 def quote_overlap(quote: str, source: str) -> float:
@@ -34,13 +38,39 @@ def quote_overlap(quote: str, source: str) -> float:
         return 0.0
     if len(q) < RUN:
         return 1.0 if _contains(s, q) else 0.0
-    grams = {tuple(s[i:i + RUN]) for i in range(len(s) - RUN + 1)}
+    grams = _grams(source)
     covered = [False] * len(q)
     for i in range(len(q) - RUN + 1):
         if tuple(q[i:i + RUN]) in grams:
             for j in range(i, i + RUN):
                 covered[j] = True
     return sum(covered) / len(q)
+
+
+@lru_cache(maxsize=8)
+def _grams(source: str) -> frozenset[tuple[str, ...]]:
+    # a log agent's sources run to a few thousand lines, and every claim is checked against them: cut them once
+    s = lexical.words(source)
+    return frozenset(tuple(s[i:i + RUN]) for i in range(len(s) - RUN + 1))
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    start: int
+    end: int
+    key: str  # normalised words
+    words: frozenset[str]
+    grams: frozenset[tuple[str, ...]]
+
+
+@lru_cache(maxsize=8)
+def _sentences(source: str) -> tuple[_Sentence, ...]:
+    out = []
+    for a, b in lexical.sentence_spans(source):
+        w = lexical.words(source[a:b])
+        out.append(_Sentence(a, b, " ".join(w), frozenset(w), frozenset(tuple(w[i:i + RUN])
+                                                                         for i in range(len(w) - RUN + 1))))
+    return tuple(out)
 
 
 def _contains(haystack: list[str], needle: list[str]) -> bool:
@@ -55,7 +85,7 @@ def foreign_identifiers(text: str, source: str) -> set[str]:
 
 @lru_cache(maxsize=32)
 def _vocabulary(source: str) -> frozenset[str]:
-    # every claim of an agent is checked against that agent's whole output, twice: tokenise it once
+    # every claim of an agent is checked against that agent's whole sources, twice: tokenise them once
     return frozenset(lexical.identifiers(source)) | frozenset(lexical.words(source))
 
 
@@ -78,46 +108,81 @@ def support(claim_text: str, quote: str) -> float:
 def keyword_window(claim_text: str, source: str) -> str:
     """The 1-3 consecutive source sentences covering most claim keywords; "" when none shares a keyword."""
     weights = _keywords(claim_text)
-    spans = lexical.sentence_spans(source)
+    spans = _sentences(source)
     best: tuple[float, int, int] = (0.0, 0, 0)  # (score, -length, start index) packed below
     best_span: tuple[int, int] | None = None
-    sentence_words = [set(lexical.words(source[a:b])) for a, b in spans]
     for i in range(len(spans)):
         seen: set[str] = set()
         for size in range(1, MAX_WINDOW + 1):
             if i + size > len(spans):
                 break
-            seen |= sentence_words[i + size - 1]
+            seen |= spans[i + size - 1].words
             score = sum(w for k, w in weights.items() if k in seen)
             if score > best[0] or (score == best[0] and score > 0 and -size > best[1]):
                 best = (score, -size, i)
-                best_span = (spans[i][0], spans[i + size - 1][1])
+                best_span = (spans[i].start, spans[i + size - 1].end)
     if best_span is None:
         return ""
     return source[best_span[0]:best_span[1]]
 
 
 def best_sentence(claim_text: str, source: str) -> str:
-    """The single source sentence that shares most keywords with the claim (the deterministic quote proposal)."""
+    """The single source sentence that shares most keywords with the claim."""
     weights = _keywords(claim_text)
     target = lexical.normalise(claim_text)
     best, best_score = "", 0.0
-    for a, b in lexical.sentence_spans(source):
-        sentence = source[a:b]
-        if target and target in lexical.normalise(sentence):
-            return sentence
-        present = set(lexical.words(sentence))
-        score = sum(w for k, w in weights.items() if k in present)
+    for sentence in _sentences(source):
+        if target and target in sentence.key:
+            return source[sentence.start:sentence.end]
+        score = sum(w for k, w in weights.items() if k in sentence.words)
         if score > best_score:
-            best, best_score = sentence, score
+            best, best_score = source[sentence.start:sentence.end], score
     return best
 
 
+def restating_sentences(claim_text: str, source: str) -> str:
+    """The source sentences the claim restates, in source order, one a line (the deterministic quote proposal).
+
+    A claim made of source lines (a log line with its device, a chain of log lines, a ticket's title and its cause
+    sentence) is backed by those lines: greedily, the sentence covering most still-uncovered claim words in runs of
+    >= 3 words, while one adds at least a run. A claim no sentence restates gets `best_sentence`.
+    """
+    target = lexical.normalise(claim_text)
+    claim_words = target.split()
+    claim_grams = [tuple(claim_words[i:i + RUN]) for i in range(len(claim_words) - RUN + 1)]
+    wanted = set(claim_grams)
+    candidates = [s for s in _sentences(source) if s.grams & wanted or (target and target in s.key)]
+    if any(target and target in s.key for s in candidates):
+        return best_sentence(claim_text, source)
+
+    def covers(sentence: _Sentence) -> set[int]:
+        return {j for i, gram in enumerate(claim_grams) if gram in sentence.grams for j in range(i, i + RUN)}
+
+    uncovered, chosen = set(range(len(claim_words))), []
+    while candidates:
+        best = max(candidates, key=lambda s: len(covers(s) & uncovered))
+        gain = covers(best) & uncovered
+        if len(gain) < RUN:
+            break
+        chosen.append(best)
+        uncovered -= gain
+        candidates.remove(best)
+    if not chosen:
+        return best_sentence(claim_text, source)
+    return "\n".join(source[s.start:s.end] for s in sorted(chosen, key=lambda s: s.start))
+
+
+def source_text(output: AgentOutput) -> str:
+    """The sources an agent read, one passage per line block: what its claims' quotes are checked against."""
+    return "\n".join(output.sources)
+
+
 def validate(claim: Claim, quote: str, output: AgentOutput, *, claimed_confidence: str | None = None) -> Evidence:
-    """Check a proposed quote against the claim's own agent output; fall back to a keyword window if it fails."""
+    """Check a proposed quote against the sources the claim's own agent read (never its prose); fall back to a
+    keyword window over those sources if it fails. An output without sources can back no claim."""
     if output.agent != claim.agent:
         raise ValueError(f"claim {claim.claim_id} belongs to {claim.agent}, not {output.agent}")
-    source = output.text
+    source = source_text(output)
     overlap = quote_overlap(quote, source) if quote.strip() else 0.0
     verbatim = overlap >= VERBATIM_THRESHOLD and not foreign_identifiers(quote, source)
     if verbatim:
@@ -163,11 +228,11 @@ def _confidence(claim_text: str, quote: str, source: str, method: str, overlap: 
 
 
 def map_deterministic(claims: list[Claim], outputs: dict[str, AgentOutput]) -> list[Evidence]:
-    """The deterministic analyst's mapping: propose the best-matching source sentence, then `validate` it."""
+    """The deterministic analyst's mapping: propose the source sentences the claim restates, then `validate` them."""
     mapped = []
     for claim in claims:
         output = outputs[claim.agent]
-        mapped.append(validate(claim, best_sentence(claim.text, output.text), output))
+        mapped.append(validate(claim, restating_sentences(claim.text, source_text(output)), output))
     return mapped
 
 
@@ -196,9 +261,11 @@ def map_llm(claims: list[Claim], outputs: dict[str, AgentOutput], *, incident_id
             conn: duckdb.DuckDBPyConnection, model: str, run_id: str | None = None) -> list[Evidence]:
     """Quotes proposed by an LLM (prompt ``astra/evidence``, one call per agent), each then `validate`d.
 
-    The model never gets the last word: its quote passes only the verbatim check, a "weak" answer or
-    a claim it skipped falls back to the keyword window, and its own confidence can only lower ours.
+    The model is shown the agent's sources, not its prose, and never gets the last word: its quote passes only
+    the verbatim check against those sources, a "weak" answer or a claim it skipped falls back to the keyword
+    window, and its own confidence can only lower ours.
     """
+    from faultline.astra.agents.base import cap
     from faultline.llm import complete_json
 
     mapped: dict[str, Evidence] = {}
@@ -207,7 +274,8 @@ def map_llm(claims: list[Claim], outputs: dict[str, AgentOutput], *, incident_id
         listing = "\n".join(f"{i}. {c.text}" for i, c in enumerate(mine, start=1))
         answer = complete_json(settings, conn, model=model, prompt=EVIDENCE_PROMPT, schema=LLMEvidence,
                                stage="astra.evidence", incident_id=incident_id, run_id=run_id,
-                               variables={"agent": agent, "claims": listing, "agent_output": outputs[agent].text})
+                               variables={"agent": agent, "claims": listing,
+                                          "sources": cap(source_text(outputs[agent]), SOURCE_PROMPT_CHARS)})
         items = {item.claim: item for item in LLMEvidence.model_validate(answer).items}
         for i, claim in enumerate(mine, start=1):
             item = items.get(i)

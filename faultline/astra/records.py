@@ -65,12 +65,17 @@ class Finding(_Closed):
 
 
 class AgentOutput(_Closed):
-    """What an agent returned for one task. `text` is the agent's full output: the only source its claims may cite."""
+    """What an agent returned for one task: its prose (`text`, what claims are extracted from) and, apart from it,
+    the verbatim passages of the sources it read (`sources`, the only text a claim's quote is checked against)."""
 
     agent: AgentName
     round: int
     query: str
     text: str
+    # log lines in scope (log agent), resolved tickets' texts (similarity), documentation sections (domain);
+    # never the agent's or a model's own words. Not serialised: the lines are stored as the round's log excerpt
+    # and scope, and a thousand log lines would swell every stored output.
+    sources: list[str] = Field(default_factory=list, exclude=True)
     findings: list[Finding] = Field(default_factory=list)
     category: str | None = None  # root-cause category from the taxonomy, when the agent names one
     label: str | None = None  # fault label from the taxonomy, when the agent names one
@@ -92,13 +97,14 @@ class Claim(_Closed):
 
 
 class Evidence(_Closed):
-    """The verbatim quote backing a claim, from the claim's own agent output, and how it was validated."""
+    """The verbatim quote backing a claim, from the sources its own agent read (`AgentOutput.sources`), and how
+    it was validated."""
 
     claim_id: str
     source: AgentName
     quote: str
     method: Literal["verbatim", "keyword_window", "none"]
-    overlap: float  # share of the quote's words found in the source (>= 0.6 to count as verbatim)
+    overlap: float  # share of the quote's words found in the sources (>= 0.6 to count as verbatim)
     confidence: Literal["high", "medium", "low"]
     status: EvidenceStatus  # see `faultline.astra.evidence` for the rule
 

@@ -35,7 +35,8 @@ class AgentDeps:
 
 
 class Agent(Protocol):
-    """An ASTRA agent: one task in, one output out (the output's `text` is all its claims may cite)."""
+    """An ASTRA agent: one task in, one output out (claims come from its `text`; their quotes may cite only its
+    `sources`, the verbatim passages it read)."""
 
     name: str
 

@@ -110,6 +110,7 @@ class DomainKnowledgeAgent:
                                elapsed_s=time.perf_counter() - started)
         output = self._llm(task, sections) if self.deps.model else self._deterministic(query, idents, sections)
         output.round, output.query = task.round, task.query
+        output.sources = [part for s in sections for part in (s["title"], s["text"])]  # the sections, verbatim
         output.data.update(data)
         output.elapsed_s = time.perf_counter() - started
         return output

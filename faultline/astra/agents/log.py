@@ -2,7 +2,9 @@
 
 It reads the lines of the incident's scope (stored in ``log_scopes``), runs the log pipeline (``log_excerpts``),
 then scores labels by the taxonomy's signals over the whole scope (deterministic) or asks a model (prompt
-``astra/log_agent``), keeping only quotes that are lines of the excerpt. How: docs/astra.md#the-log-agent.
+``astra/log_agent``), keeping only quotes that are lines of the excerpt. The log lines it read (the excerpt's, and
+the scope lines its signals and event chain quote) are its output's `sources`, what evidence is checked against.
+How: docs/astra.md#the-log-agent.
 """
 
 from __future__ import annotations
@@ -37,6 +39,18 @@ class LogAnalysis(BaseModel):
     category: str | None = None
     label: str | None = None
     devices: list[str] = Field(default_factory=list)
+
+
+def _log_lines(excerpt) -> list[str]:
+    """The excerpt's log lines, verbatim (its annotations - "N similar lines suppressed" - are not log lines)."""
+    return list(dict.fromkeys(line.text for line in excerpt.lines if line.annotation is None))
+
+
+def _chain_quotes(chain) -> list[str]:
+    """The log lines an event chain quotes (root, echoes, context, later), as the chain quotes them."""
+    if chain is None:
+        return []
+    return [event.quote for event in (chain.root, *chain.echoes, *chain.context, *chain.later)]
 
 
 def _shared_terms(text: str, terms: tuple[str, ...]) -> int:
@@ -179,7 +193,9 @@ class LogAgent:
             parts.append("Causal chain (time order): " + " -> ".join(causal))
         else:
             parts.append("No error, fault, state-change or anomaly lines were found in the logs.")
+        read = [*_log_lines(excerpt), *(line.text for h in hits for line in h.lines), *_chain_quotes(chain)]
         return AgentOutput(agent="log", round=task.round, query=task.query, text="\n".join(parts), findings=findings,
+                           sources=list(dict.fromkeys(read)),
                            category=info.category if info else None, label=label, devices=devices,
                            data={"input_lines": excerpt.input_lines, "excerpt_lines": len(excerpt.lines),
                                  "level_counts": excerpt.level_counts, "label_scores": scores,
@@ -222,7 +238,7 @@ class LogAgent:
         if label:
             parts.append(f"Root-cause category: {category}; label: {label}.")
         return AgentOutput(agent="log", round=task.round, query=task.query, text="\n".join(parts), findings=findings,
-                           category=category, label=label, devices=answer.devices,
+                           sources=_log_lines(excerpt), category=category, label=label, devices=answer.devices,
                            data={"input_lines": excerpt.input_lines, "excerpt_lines": len(excerpt.lines),
                                  "causal_chain": answer.causal_chain,
                                  "dropped_quotes": sum(len(f.quotes) for f in answer.findings)

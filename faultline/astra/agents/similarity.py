@@ -107,6 +107,15 @@ def vote_text(vote: LabelVote) -> str:
             f"In {vote.ticket_id}: {vote.sentence}")
 
 
+def ticket_sources(tickets: list[SimilarTicket], texts: dict[str, tuple[str, str]]) -> list[str]:
+    """What the similar tickets say, verbatim: id, title, description, resolution note and trail of each."""
+    passages: list[str] = []
+    for t in tickets:
+        description, note = texts.get(t.ticket_id, ("", ""))
+        passages += [p for p in (t.ticket_id, t.title, description, note, t.resolution_trail or "") if p.strip()]
+    return passages
+
+
 def split_resolution(text: str) -> tuple[list[str], list[str]]:
     """(cause sentences, fix sentences) of a resolution text, verbatim."""
     causes, fixes = [], []
@@ -167,6 +176,7 @@ class TicketSimilarityAgent:
                                elapsed_s=time.perf_counter() - started)
         texts = self._texts(tickets)
         output = self._llm(task, tickets, texts) if self.deps.model else self._deterministic(task, tickets, texts)
+        output.sources = ticket_sources(tickets, texts)
         vote = vote_label(tickets, {tid: note for tid, (_, note) in texts.items()})
         if vote.sentence is not None:
             output.text = vote_text(vote) + "\n" + output.text
