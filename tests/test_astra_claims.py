@@ -161,3 +161,23 @@ def test_llm_claims_and_evidence_through_the_gateway_with_a_scripted_model(setti
     assert "router9" not in mapped[1].quote and mapped[1].quote in ev.source_text(output)
     stages = [r[0] for r in conn.execute("SELECT stage FROM llm_calls ORDER BY created_at").fetchall()]
     assert stages == ["astra.claims", "astra.evidence"]
+
+
+def test_the_finding_the_log_agent_names_as_the_cause_is_claimed_and_verified_before_symptom_lines():
+    from faultline.astra.claims import MAX_CLAIMS, technical_score
+    from faultline.astra.records import AgentOutput, Finding
+
+    expired = cases.hold_timer_line("router1")
+    lines = [(d, line) for d in ("router1", "router2") for daemon in ("bgpd", "zebra")
+             for line in cases.log_lines(d, daemon) if line != expired]
+    symptoms = [Finding(text=f"{d} logged: {line}", aspect="symptom", quotes=[line]) for d, line in lines]
+    cause = Finding(text="router1 sent a Hold Timer Expired notification.", aspect="cause", quotes=[expired])
+    crowded = sum(technical_score(f.text) > technical_score(cause.text) for f in symptoms)
+    assert crowded >= MAX_CLAIMS  # more symptom lines than claims carry more identifiers than the cause does
+    output = AgentOutput(agent="log", round=1, query="x", text="\n".join(f.text for f in symptoms),
+                         findings=[*symptoms, cause], sources=[line for _, line in lines] + [expired])
+    claims = extract_deterministic(output, incident_id="x")
+    (claimed,) = [c for c in claims if c.text == cause.text]
+    assert claimed.tag == "CAUSAL" and len(claims) == MAX_CLAIMS
+    (evidence,) = ev.map_deterministic([claimed], {"log": output})
+    assert evidence.status == "VERIFIED" and "Hold Timer Expired" in evidence.quote

@@ -139,7 +139,9 @@ def extract_deterministic(output: AgentOutput, *, incident_id: str, round_: int 
         seen.add(key)
         candidates.append((technical_score(sentence), position, sentence, None))
         position += 1
-    ranked = sorted(candidates, key=lambda c: (-c[0], c[1]))
+    # the findings that say what caused the fault come first: their log lines, not the analysis's own summary of
+    # them, are what can verify the cause (docs/astra.md#evidence), so they are never crowded out by symptoms
+    ranked = sorted(candidates, key=lambda c: (c[3] != "cause", -c[0], c[1]))
     chosen = [c for c in ranked if c[0] > 0][:MAX_CLAIMS]
     if len(chosen) < MIN_CLAIMS:
         chosen = ranked[:MIN_CLAIMS]
