@@ -75,3 +75,23 @@ def test_one_judge_call(small, conn):
     assert len(LLMJudgement.model_validate(answer).scores) == 5
     rows = logged(conn, "astra.judge")
     assert len(rows) == 1 and rows[0][0] == "local" and rows[0][1] is None and rows[0][5] == 256
+
+
+def test_a_model_that_times_out_leaves_a_diagnosis_that_says_so(small, conn):
+    from faultline.llm import fit
+    from faultline.network.snapshot_backend import snapshot_backend
+    from faultline.sade.engine import diagnose
+    from faultline.sade.llm_policy import STAGE, llm_policy_runner
+
+    # a timeout the model cannot meet (no speed measured by the tests before: it would stretch the timeout):
+    # the call is abandoned, the turn falls back to the deterministic walk
+    fit.forget_speeds()
+    hurried = small.model_copy(update={"llm_timeout_s": 0.01, "llm_assumed_tokens_per_s": 1e9, "sade_max_turns": 2})
+    policy, name = llm_policy_runner(hurried, model="local", incident_id="sample-history-001", conn=conn)
+    diag = diagnose(snapshot_backend(ARP_ON_ROUTER2 / "snapshot.json.gz"), incident_id="sample-history-001",
+                    policy=name, run_policy=policy)
+    assert diag.status == "submitted"
+    fallback = [st for st in diag.steps if st.tool == "llm_fallback"]
+    assert fallback and all("Timeout" in st.note for st in fallback)
+    errors = [e for (e,) in conn.execute("SELECT error FROM llm_calls WHERE stage = ?", [STAGE]).fetchall()]
+    assert errors and all("Timeout" in e for e in errors)

@@ -127,3 +127,12 @@ def test_the_timeout_grows_with_the_prompt(server, conn):
     ask(server, conn, "ok", lines=300)
     short, long = rows(conn, "ok")[-2:]
     assert long[0] > short[0] * 10 and long[3] > short[3] > server.llm_timeout_s
+
+
+def test_a_stage_asks_for_no_more_than_its_declared_budget(server, conn, stub):
+    from faultline.llm.prompts import output_budget
+
+    declared = output_budget("astra/rerank")  # prompts/budgets.yml
+    assert declared is not None and declared < server.llm_max_output_tokens
+    ask(server, conn, "ok")
+    assert [r for r in stub.requests if r.model == "ok"][-1].body["max_tokens"] == declared

@@ -87,7 +87,8 @@ def test_an_llm_policy_that_obeys_an_injection_runs_only_allowed_probes(settings
         diag = diagnose(backend, incident_id=ARP_ON_ROUTER2.name, policy=name, run_policy=policy)
     assert not fake.steps  # the model said everything it was scripted to say
     asked = [r[-1]["content"] for r in fake.requests]
-    assert sum(a.startswith("That reply was rejected") for a in asked) == 3  # the unknown action, two extra fields
+    # the unknown action, two extra fields
+    assert sum(a.startswith("Your previous answer was rejected") for a in asked) == 3
     told = [a.split("Result of your last action:\n")[1].split("\n")[0] for a in asked if "Result of your" in a]
     assert sum(t.startswith("refused: no device named") for t in told) == 2
     assert sum(t.startswith("refused: there is no check named") for t in told) == 2

@@ -114,7 +114,7 @@ def timeout_for(settings: Settings, model: str, prompt_tokens: int, max_output: 
     """The call's timeout: the base, plus twice what its tokens take at the model's measured speed."""
     with _speed_lock:
         speed = _speeds.get(model, settings.llm_assumed_tokens_per_s)
-    return round(settings.llm_timeout_s + 2 * (prompt_tokens + max_output) / speed, 1)
+    return round(settings.llm_timeout_s + 2 * (prompt_tokens + max_output) / speed, 3)
 
 
 def observe_speed(model: str, tokens: int, seconds: float) -> None:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from faultline.errors import FaultlineError
 from faultline.llm import fit, guided, local
 from faultline.llm.fit import CallSizes
-from faultline.llm.prompts import Prompt, load_prompt
+from faultline.llm.prompts import Prompt, load_prompt, output_budget
 
 if TYPE_CHECKING:
     import duckdb
@@ -242,7 +242,8 @@ def _call(settings: Settings, conn: duckdb.DuckDBPyConnection, *, model: str, pr
 def _prepare(settings: Settings, *, model: str, loaded: Prompt, variables: dict[str, Any],
              max_output_tokens: int | None, keep: frozenset[str] = frozenset(), suffix: str = ""
              ) -> tuple[list[dict[str, str]], CallSizes]:
-    limit = max_output_tokens or settings.llm_max_output_tokens
+    declared = output_budget(loaded.name)
+    limit = max_output_tokens or min(settings.llm_max_output_tokens, declared or settings.llm_max_output_tokens)
     window = fit.context_window(settings, model)
     messages, tokens, cut = fit.fit(loaded, variables, model=model, window=window, max_output=limit, keep=keep,
                                     suffix=suffix)

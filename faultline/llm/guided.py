@@ -99,9 +99,13 @@ class Decoder:
         return self._costs[text]
 
     # --- the model's side
-    def start(self, prompt_ids: list[int]) -> None:
-        """Read the prompt (its tokens do not count against the output limit)."""
-        self.scores = self.model.feed(prompt_ids)
+    def start(self, prompt_ids: list[int], chunk: int = 512) -> None:
+        """Read the prompt (its tokens do not count against the output limit), a chunk at a time so that the
+        deadline is checked while a long prompt is read."""
+        for at in range(0, len(prompt_ids), chunk):
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise OutOfBudget(f"reading the {len(prompt_ids)}-token prompt ran past the call's timeout")
+            self.scores = self.model.feed(prompt_ids[at:at + chunk])
 
     def _feed(self, ids: list[int]) -> None:
         self.tokens += len(ids)

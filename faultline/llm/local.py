@@ -205,23 +205,23 @@ def reply(model: str, messages: list[dict[str, Any]], *, max_tokens: int, temper
     if len(ids) + max_tokens > loaded.context_tokens:
         raise ContextExceeded(f"the prompt is {len(ids)} tokens and the reply may take {max_tokens}: over "
                               f"{loaded.name}'s context window of {loaded.context_tokens} tokens")
-    deadline = time.monotonic() + timeout_s if timeout_s else None
-    if not _run_lock.acquire(timeout=timeout_s if timeout_s else -1):
-        raise TimedOut(f"the local model was busy for the whole timeout ({timeout_s:.0f} s)")
+    deadline = time.monotonic() + timeout_s if timeout_s is not None else None
+    if not _run_lock.acquire(timeout=timeout_s if timeout_s is not None else -1):
+        raise TimedOut(f"the local model was busy for the whole timeout ({timeout_s:.1f} s)")
     try:
         decoder = Decoder(_Running(loaded), max_tokens=max_tokens, deadline=deadline, pick=_sampler(temperature))
-        decoder.start(ids)
         finish = "stop"
-        if schema is None:
-            decoder.free_text()
-            finish = "length" if decoder.tokens >= max_tokens else "stop"
-        else:
-            try:
+        try:
+            decoder.start(ids)
+            if schema is None:
+                decoder.free_text()
+                finish = "length" if decoder.tokens >= max_tokens else "stop"
+            else:
                 write_json(decoder, bounded(schema))
-            except OutOfBudget as exc:
-                if "timeout" in str(exc):
-                    raise TimedOut(f"{exc} ({timeout_s:.0f} s)") from exc
-                finish = "length"
+        except OutOfBudget as exc:
+            if "timeout" in str(exc):
+                raise TimedOut(f"{exc} ({timeout_s:.2f} s)") from exc
+            finish = "length"
     finally:
         _run_lock.release()
     return {"text": decoder.text, "prompt_tokens": len(ids), "completion_tokens": decoder.tokens,

@@ -78,3 +78,18 @@ def load_prompt(name: str, *, folder: Path | None = None) -> Prompt:
         raise FaultlineError(f"prompt file {path} does not exist", fix=f"create it, or check the name {name!r}")
     text = path.read_text(encoding="utf-8")
     return Prompt(name=name, text=text, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def output_budget(name: str, *, folder: Path | None = None) -> int | None:
+    """The output-token budget ``prompts/budgets.yml`` declares for prompt ``name``, None when it declares none."""
+    import yaml
+
+    path = (folder or prompts_dir()) / "budgets.yml"
+    if not path.is_file():
+        return None
+    budgets = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    value = budgets.get(name)
+    if value is not None and (not isinstance(value, int) or value < 16):
+        raise FaultlineError(f"{path}: the budget of {name} is {value!r}, not a whole number of tokens >= 16",
+                             fix="write a whole number of output tokens, e.g. 400")
+    return value
