@@ -2,7 +2,8 @@
 
 `complete_json` and `complete_text` ask a model with a prompt file and raise `LLMError` when the attempts run
 out (every attempt is a row in ``llm_calls``); retries, backoff, timeout and temperature come from
-``settings.llm_*``. Tests use the scripted fake (`faultline.llm.fake`), never a real model. Usage: docs/llm.md.
+``settings.llm_*``. The model ``local`` runs in this process (`faultline.llm.local`). Tests use the scripted fake
+(`faultline.llm.fake`) and, where marked ``local_model``, the small local model; never a hosted one. docs/llm.md.
 """
 
 from faultline.llm.gateway import (

@@ -1,8 +1,10 @@
 """The one way Faultline talks to a language model: litellm, prompt files, validated JSON, logged calls.
 
-Every attempt is a row in `llm_calls`; transport errors are retried with exponential backoff, and an invalid
-answer is re-asked with the validation error appended. When the attempts run out, `LLMError` (a
-`FaultlineError`) is raised and the caller records a failure row for that incident. docs/llm.md#calling-a-model.
+Every attempt is a row in `llm_calls` with what it asked for (prompt size, window, output limit, timeout, what
+was cut to fit); transport errors are retried with exponential backoff, and an invalid answer is re-asked with
+the reason (not the bad reply). Calls to one model wait for a free slot (`llm_max_concurrent`); ``local`` is the
+in-process model (`faultline.llm.local`). When the attempts run out, `LLMError` (a `FaultlineError`) is raised
+and the caller degrades or records a failure row. docs/llm.md#calling-a-model.
 """
 
 from __future__ import annotations
