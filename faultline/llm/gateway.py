@@ -42,7 +42,7 @@ _TRANSIENT = frozenset({"APIConnectionError", "Timeout", "RateLimitError", "Serv
 _KEPT_CHARS = 2000  # of a reply over the size limit: what is stored and shown back to the model
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
 _write_lock = threading.Lock()  # agents call the gateway from threads sharing one DuckDB connection
-_slots: dict[str, threading.Semaphore] = {}  # per model: calls in flight (llm_max_concurrent)
+_slots: dict[tuple[str, int], threading.Semaphore] = {}  # per model: calls in flight (llm_max_concurrent)
 
 
 class LLMError(FaultlineError):
@@ -148,10 +148,9 @@ def _structured(settings: Settings, model: str, litellm: Any) -> bool:
 
 
 def _semaphore(settings: Settings, model: str) -> threading.Semaphore:
-    with _write_lock:
-        if model not in _slots:
-            _slots[model] = threading.Semaphore(1 if local.is_local(model) else settings.llm_max_concurrent)
-        return _slots[model]
+    size = 1 if local.is_local(model) else settings.llm_max_concurrent
+    with _write_lock:  # one set of slots per model and limit: a run with other settings gets its own
+        return _slots.setdefault((model, size), threading.Semaphore(size))
 
 
 def _connection(settings: Settings, model: str) -> tuple[str, dict[str, Any]]:
