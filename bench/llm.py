@@ -8,8 +8,8 @@ in one temporary warehouse:
    judge/refine rounds each (default 1: a round of a small local model is ~11 calls). Accuracy is the rubric
    accuracy (0-5) the evaluation computes.
 2. **SADE** on each incident's recorded snapshot (`faultline.sade.unit.run_sade`, as ``eval sade`` and ``diagnose``
-   call it) with ``policy llm`` and the model, and with the deterministic policy: detection, localisation F1 and RCA
-   F1 (`faultline.sade.scoring.summarise`, as ``bench/sade.py``).
+   call it) with ``policy llm`` and the model (``--sade-turns``: its turn budget), and with the deterministic
+   policy: detection, localisation F1 and RCA F1 (`faultline.sade.scoring.summarise`, as ``bench/sade.py``).
 3. **The judge**: the deterministic analyst's reports of step 1 scored again by the LLM judge
    (`judge_llm_or_rules`, what ASTRA's llm analyst uses: a failed call falls back to the deterministic judge),
    beside the deterministic judge's stored scores: per-criterion agreement and mean absolute difference, and the
@@ -22,7 +22,8 @@ rounds judged by the fallback judge; SADE: ``llm_fallback`` steps; judge: report
 fallback) and accuracy beside the deterministic run. For ``local``: the model's load time and its tokens per second
 of model time (prompt + output tokens over the calls' seconds, and output tokens alone).
 
-    .venv/bin/python bench/llm.py --model local --incidents 3 [--corpus DIR] [--rounds 1] [--work DIR] [--json]
+    .venv/bin/python bench/llm.py --model local --incidents 3 [--corpus DIR] [--rounds 1] [--sade-turns N]
+                                  [--work DIR] [--json]
 """
 
 from __future__ import annotations
@@ -245,12 +246,16 @@ def agreement(model_rows: Sequence[Any], rule_rows: Sequence[Any]) -> dict[str, 
 
 
 def _guarded(name: str, errors: dict[str, str], run: Any) -> Any:
-    """Run one path; an exception is reported as that path's error and the others still run."""
+    """Run one path; an exception is reported as that path's error and the others still run. Each path's end is
+    told on stderr (a run with a small model takes long)."""
+    started = time.perf_counter()
     try:
         return run()
     except Exception as exc:  # noqa: BLE001 - a bench reports what broke and goes on
         errors[name] = f"{type(exc).__name__}: {exc}"
         return None
+    finally:
+        print(f"{name}: done in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
@@ -261,6 +266,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     from faultline.llm import local
 
     settings = Settings(duckdb_path=work / "llm.duckdb", lancedb_dir=work / "llm-lancedb", progress=False)
+    if args.sade_turns:
+        settings = settings.model_copy(update={"sade_max_turns": args.sade_turns})
     conn = connect(settings.duckdb_path)
     folders = faulty_backlog(args.corpus, args.incidents)
     ids = [json.loads((f / "incident.json").read_text())["incident_id"] for f in folders]
@@ -270,7 +277,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         raise SystemExit(f"{', '.join(missing)} not loaded from {args.corpus}")
     n, model, errors = len(ids), args.model, {}
     out: dict[str, Any] = {"model": model, "corpus": str(args.corpus), "incidents": ids, "n": n,
-                           "rounds": args.rounds, "errors": errors}
+                           "rounds": args.rounds, "sade_max_turns": settings.sade_max_turns, "errors": errors}
 
     def with_calls(part: dict[str, Any] | None) -> dict[str, Any] | None:
         if part is None:
@@ -368,6 +375,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--incidents", type=int, default=3, help="first N faulty backlog incidents")
     parser.add_argument("--corpus", type=Path, default=REPO / "data" / "sample", help="corpus with ground truth")
     parser.add_argument("--rounds", type=int, default=1, help="most ASTRA judge/refine rounds per incident")
+    parser.add_argument("--sade-turns", type=int, metavar="N",
+                        help="turn budget of SADE's llm policy (default: the sade_max_turns setting, 20); out of turns "
+                             "it submits what the fingerprints match")
     parser.add_argument("--work", type=Path, help="folder for the warehouse (default: a temporary one)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
