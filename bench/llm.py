@@ -12,8 +12,9 @@ in one temporary warehouse:
    policy: detection, localisation F1 and RCA F1 (`faultline.sade.scoring.summarise`, as ``bench/sade.py``).
 3. **The judge**: the deterministic analyst's reports of step 1 scored again by the LLM judge
    (`judge_llm_or_rules`, what ASTRA's llm analyst uses: a failed call falls back to the deterministic judge),
-   beside the deterministic judge's stored scores: per-criterion agreement and mean absolute difference, and the
-   AUROC ``bench/judge.py`` computes (None when every report is on one side of accuracy 3, as is likely with N small).
+   beside the deterministic judge's stored scores: per-criterion agreement and mean absolute difference over the
+   reports the model scored itself (not its fallback), and the AUROC ``bench/judge.py`` computes (None when every
+   report is on one side of accuracy 3, as is likely with N small).
 
 Per path: completion (incidents with a result / N), model calls, prompt and output tokens (from ``llm_calls`` of
 this run: sum and mean per incident), seconds per incident, schema re-asks (``llm_calls`` rows whose error starts
@@ -217,8 +218,11 @@ def judge_path(conn: duckdb.DuckDBPyConnection, settings: Settings, model: str, 
 
     llm_scores = rejudge(conn, score, limit=limit)
     finish_run(conn, run_id, status="completed")
-    model_rows, rule_rows = read_rounds(conn, llm_scores), read_rounds(conn)
+    # a report the fallback scored is the deterministic judge again: agreement and AUROC count the model's own only
+    own = {key: given for key, given in llm_scores.items() if given and not given[0].judge.startswith(FALLBACK_JUDGE)}
+    model_rows, rule_rows = read_rounds(conn, own), read_rounds(conn)
     return {"run_id": run_id, "reports": len(llm_scores), "completed": sum(1 for v in llm_scores.values() if v),
+            "scored_by_model": len(own),
             "fallbacks": sum(1 for j in judges if j.startswith(FALLBACK_JUDGE)),
             "fallback_reasons": sorted({j for j in judges if j.startswith(FALLBACK_JUDGE)}),
             "seconds_per_report": round(mean(seconds), 1) if seconds else None,
@@ -356,7 +360,9 @@ def _print(report: dict[str, Any]) -> None:
          num(judge.get("auroc_final_deterministic"))],
     ], title="beside the deterministic analyst")
     print(f"judge agreement with the deterministic judge (share of equal criterion scores): "
-          f"{num(agree.get('equal_all'))} over {num(agree.get('reports'), '{}')} reports")
+          f"{num(agree.get('equal_all'))} over the {num(agree.get('reports'), '{}')} reports the model scored itself")
+    for reason in judge.get("fallback_reasons") or []:
+        print(f"judge: {reason}")
     if report.get("local_model"):
         lm = report["local_model"]
         print(f"local model {lm['spec']}: loaded in {num(lm['load_seconds'], '{}')} s, context {lm['context_tokens']}")
