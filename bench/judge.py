@@ -22,10 +22,11 @@ judged with the agents' final outputs, the only ones stored, and the claims up t
 ``--llm-judge MODEL`` scores the stored reports with the LLM judge (prompt ``judge/judge``) through
 the gateway and reports the same figures for it; no refinement is driven by it. ``scripted:lenient`` and
 ``scripted:label-reader`` are scripted stand-ins (`faultline.llm.fake`, through litellm like a real model):
-one calls every report good, one reads only whether the report names a label and a fix.
+one calls every report good, one reads only whether the report names a label and a fix. ``--limit N`` re-judges
+only the reports of the first N incidents (by id): a small model takes minutes a report.
 
     .venv/bin/python bench/judge.py [--corpus DIR] [--warehouse FILE] [--rounds N] [--reuse] [--rejudge]
-                                    [--llm-judge MODEL] [--json]
+                                    [--llm-judge MODEL] [--limit N] [--json]
 """
 
 from __future__ import annotations
@@ -162,13 +163,15 @@ def figures(rows: list[RoundRow]) -> dict[str, Any]:
 Judge = Callable[..., "list[JudgeScore]"]
 
 
-def rejudge(conn: duckdb.DuckDBPyConnection, judge: Judge) -> dict[tuple[str, int], list[JudgeScore]]:
-    """Score every stored report again with `judge(incident, outputs, claims, evidence, report)`."""
+def rejudge(conn: duckdb.DuckDBPyConnection, judge: Judge, limit: int | None = None
+            ) -> dict[tuple[str, int], list[JudgeScore]]:
+    """Score every stored report (of the first `limit` incidents, by id) again with
+    `judge(incident, outputs, claims, evidence, report)`."""
     from faultline.astra.incident import load_incident
     from faultline.astra.store import load_result
 
     ids = [r[0] for r in conn.execute("SELECT DISTINCT incident_id FROM astra_rounds WHERE analyst = ? "
-                                      "ORDER BY 1", [ANALYST]).fetchall()]
+                                      "ORDER BY 1", [ANALYST]).fetchall()][:limit]
     scores: dict[tuple[str, int], list[JudgeScore]] = {}
     for incident_id in ids:
         result: AstraResult | None = load_result(conn, incident_id, ANALYST)
@@ -248,10 +251,10 @@ def run(args: argparse.Namespace, warehouse: Path) -> dict[str, Any]:
         out |= {"evaluated": len(ids), "failures": batch.failures}
     out["deterministic"] = figures(read_rounds(conn))
     if args.rejudge:
-        out["rejudged"] = figures(read_rounds(conn, rejudge(conn, judge_deterministic)))
+        out["rejudged"] = figures(read_rounds(conn, rejudge(conn, judge_deterministic, args.limit)))
     if args.llm_judge:
-        out[f"llm:{args.llm_judge}"] = figures(read_rounds(conn, rejudge(conn, llm_judge(settings, conn,
-                                                                                         args.llm_judge))))
+        judged = rejudge(conn, llm_judge(settings, conn, args.llm_judge), args.limit)
+        out[f"llm:{args.llm_judge}"] = figures(read_rounds(conn, judged))
     conn.close()
     return out
 
@@ -300,8 +303,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--llm-judge", metavar="MODEL",
                         help="also score the stored reports with this LLM judge (a litellm model, or scripted:lenient "
                              "/ scripted:label-reader)")
+    parser.add_argument("--limit", type=int, metavar="N",
+                        help="re-judge (--rejudge, --llm-judge) only the reports of the first N incidents, by id")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
+    if args.limit is not None and args.limit < 1:
+        parser.error("--limit must be at least 1")
     if args.reuse and not (args.warehouse and args.warehouse.is_file()):
         parser.error("--reuse needs --warehouse FILE of an earlier run")
     apply_offline_env()
