@@ -102,3 +102,10 @@ def test_bounded_adds_limits_only_where_none_are_set():
         "b": {"type": "array", "items": {"enum": ["x"]}, "minItems": 10}}}, max_items=4, max_chars=50)
     assert shape["properties"]["a"]["maxItems"] == 2 and shape["properties"]["a"]["items"]["maxLength"] == 5
     assert shape["properties"]["b"]["maxItems"] == 10 and "maxLength" not in shape["properties"]["b"]["items"]
+
+
+def test_fixed_items_are_written_once_each_in_order():
+    schema = {"type": "object", "properties": {"scores": {"type": "array", "prefixItems": [
+        {"type": "object", "properties": {"name": {"const": n}, "ok": {"type": "boolean"}}} for n in ("ab", "cd")]}}}
+    text, _ = decode({"a": 9, ",": 8, "true": 1}, schema=schema)
+    assert [item["name"] for item in json.loads(text)["scores"]] == ["ab", "cd"]

@@ -6,6 +6,7 @@ asserted: only that the path completes and stores its calls.
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,10 @@ def test_one_sade_turn(small, conn):
                     policy=name, run_policy=policy)
     assert diag.policy == "llm:local" and diag.status in ("submitted", "failed")
     assert_logged_once(conn, STAGE)
+    # the turn's schema lists the session's devices: whatever the model chose, it is a device that is there
+    (reply,) = conn.execute("SELECT response FROM llm_calls WHERE stage = ?", [STAGE]).fetchone()
+    devices = {d.name for d in snapshot_backend(ARP_ON_ROUTER2 / "snapshot.json.gz").devices()}
+    assert json.loads(reply)["device"] in devices | {"all", None}
 
 
 def test_one_judge_call(small, conn):
@@ -72,7 +77,10 @@ def test_one_judge_call(small, conn):
                            prompt=JUDGE_PROMPT, schema=LLMJudgement, stage="astra.judge", incident_id="INC-local",
                            variables={"ticket": "pc1 cannot reach pc2", "agent_outputs": "## log agent\nno lines",
                                       "claims": "(none)", "report": "Root cause: unknown."})
-    assert len(LLMJudgement.model_validate(answer).scores) == 5
+    from faultline.astra.records import CRITERIA
+
+    # the grammar writes each criterion once, in order, whatever the model would rather say
+    assert [s.criterion for s in LLMJudgement.model_validate(answer).scores] == list(CRITERIA)
     rows = logged(conn, "astra.judge")
     assert len(rows) == 1 and rows[0][0] == "local" and rows[0][1] is None and rows[0][5] == 256
 

@@ -136,3 +136,13 @@ def test_a_stage_asks_for_no_more_than_its_declared_budget(server, conn, stub):
     assert declared is not None and declared < server.llm_max_output_tokens
     ask(server, conn, "ok")
     assert [r for r in stub.requests if r.model == "ok"][-1].body["max_tokens"] == declared
+
+
+def test_a_missing_api_key_is_refused_at_once_with_the_key_fix(settings, conn, stub, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_API_BASE", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    keyless = settings.model_copy(update={"llm_api_base": stub.base_url, "llm_retries": 3, "llm_backoff_s": 5.0})
+    with pytest.raises(LLMError, match="refused the call") as raised:
+        ask(keyless, conn, "ok")
+    assert "FAULTLINE_LLM_API_KEY" in raised.value.fix
+    assert len(rows(conn, "ok")) == 1  # not retried four times with back-off

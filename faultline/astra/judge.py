@@ -9,7 +9,7 @@ model fails. The criteria and checks: docs/astra.md#the-judge.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -220,6 +220,15 @@ class LLMJudgement(BaseModel):
     scores: list[LLMScore] = Field(min_length=len(CRITERIA), max_length=len(CRITERIA))
 
 
+def _guide() -> dict[str, Any]:
+    """`LLMJudgement` as a server's grammar should write it: the five criteria once each, in order."""
+    score = LLMScore.model_json_schema()
+    items = [{**score, "properties": {**score["properties"], "criterion": {"const": c}}} for c in CRITERIA]
+    return {"type": "object", "additionalProperties": False, "required": ["scores"],
+            "properties": {"scores": {"type": "array", "prefixItems": items, "minItems": len(CRITERIA),
+                                      "maxItems": len(CRITERIA)}}}
+
+
 def judge_llm(incident: Incident, outputs: dict[str, AgentOutput], claims: list[Claim], evidence: list[Evidence],
               report: Report, *, settings: Settings, conn: duckdb.DuckDBPyConnection, model: str,
               run_id: str | None = None) -> list[JudgeScore]:
@@ -228,7 +237,7 @@ def judge_llm(incident: Incident, outputs: dict[str, AgentOutput], claims: list[
     from faultline.llm import LLMError, complete_json, load_prompt
 
     agent_text = "\n\n".join(f"## {name} agent\n{o.text}" for name, o in outputs.items())
-    answer = complete_json(settings, conn, model=model, prompt=JUDGE_PROMPT, schema=LLMJudgement,
+    answer = complete_json(settings, conn, model=model, prompt=JUDGE_PROMPT, schema=LLMJudgement, guide=_guide(),
                            stage="astra.judge", incident_id=incident.incident_id, run_id=run_id,
                            variables={"ticket": f"{incident.title}\n{incident.description}".strip(),
                                       "agent_outputs": agent_text, "claims": claims_block(claims, evidence),

@@ -117,6 +117,9 @@ def _json_schema(schema: Schema) -> dict[str, Any]:
 
 
 def _is_transient(exc: Exception) -> bool:
+    text = str(exc).lower()
+    if any(word in text for word in ("api key", "api_key", "credentials")):
+        return False  # litellm reports a missing key as a server error: asking again cannot help
     if type(exc).__name__ in _TRANSIENT:
         return True
     status = getattr(exc, "status_code", None)
@@ -255,7 +258,7 @@ def _prepare(settings: Settings, *, model: str, loaded: Prompt, variables: dict[
 def complete_json(settings: Settings, conn: duckdb.DuckDBPyConnection, *, model: str, prompt: str,
                   variables: dict[str, Any], schema: Schema, stage: str, incident_id: str | None = None,
                   run_id: str | None = None, retries: int | None = None,
-                  max_output_tokens: int | None = None) -> dict[str, Any]:
+                  max_output_tokens: int | None = None, guide: dict[str, Any] | None = None) -> dict[str, Any]:
     """Ask ``model`` with prompt file ``prompt`` and return its JSON answer, validated against ``schema``.
 
     ``schema`` is a pydantic model class (the answer is returned as its ``model_dump``) or a JSON schema dict.
@@ -264,7 +267,9 @@ def complete_json(settings: Settings, conn: duckdb.DuckDBPyConnection, *, model:
     the prompt (as ``{{ schema }}`` where the prompt has that placeholder, else after the last message).
     The prompt is cut to the model's context window (`faultline.llm.fit`). ``retries`` (default
     ``settings.llm_retries``) counts extra attempts after the first; ``max_output_tokens`` overrides the
-    setting for this stage. Raises `LLMError`.
+    setting for this stage. ``guide`` is a narrower schema sent as ``response_format`` instead of ``schema``
+    (e.g. this turn's names as enums) while the answer is still judged by ``schema``, so a model without
+    schema support keeps the caller's own, more telling refusals. Raises `LLMError`.
     """
     import litellm
 
@@ -279,7 +284,7 @@ def complete_json(settings: Settings, conn: duckdb.DuckDBPyConnection, *, model:
     messages, sizes = _prepare(settings, model=model, loaded=loaded, variables={**variables, "schema": written},
                                max_output_tokens=max_output_tokens, keep=frozenset({"schema"}), suffix=note)
     response_format = ({"type": "json_schema", "json_schema": {"name": _schema_name(stage),
-                                                               "schema": guided.bounded(shape)}}
+                                                               "schema": guided.bounded(guide or shape)}}
                        if structured else None)
     return _call(settings, conn, model=model, prompt=loaded, messages=messages, sizes=sizes, stage=stage,
                  incident_id=incident_id, run_id=run_id, retries=retries, check=lambda t: parse_json(t, schema),

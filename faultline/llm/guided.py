@@ -6,7 +6,8 @@ value is null, whether an array goes on, the digits of a number, the characters 
 are bounded (`bounded` gives every unbounded one a limit), and near the output-token limit strings end and
 arrays close early enough that the shortest valid end of what is open (`minimal`) still fits, so a small model
 that repeats itself still ends its JSON. The supported JSON-schema subset: object, array, string, integer,
-number, boolean, null, enum, const, ``$ref`` into ``$defs`` and ``anyOf`` with null. docs/llm.md#a-local-model.
+number, boolean, null, enum, const, ``prefixItems``, ``$ref`` into ``$defs`` and ``anyOf`` with null.
+docs/llm.md#a-local-model.
 """
 
 from __future__ import annotations
@@ -228,6 +229,9 @@ class Decoder:
         self.force("}")
 
     def _array(self, schema: dict[str, Any], defs: dict[str, Any]) -> None:
+        if schema.get("prefixItems"):
+            self._fixed(schema["prefixItems"], defs)
+            return
         items = schema.get("items", {})
         low, high = schema.get("minItems", 0), schema.get("maxItems", DEFAULT_MAX_ITEMS)
         self.force("[")
@@ -244,6 +248,19 @@ class Decoder:
                 self.force(",")
             self.value(items, defs)
             count += 1
+        self.after = outer
+        self.force("]")
+
+    def _fixed(self, parts: list[dict[str, Any]], defs: dict[str, Any]) -> None:
+        """An array of exactly these items, in this order (``prefixItems``)."""
+        self.force("[")
+        outer = self.after
+        for n, sub in enumerate(parts):
+            if n:
+                self.force(",")
+            rest = sum(self._cost(",") + self._cost(minimal(p, defs)) for p in parts[n + 1:])
+            self.after = outer + rest + self._cost("]")
+            self.value(sub, defs)
         self.after = outer
         self.force("]")
 
@@ -339,6 +356,8 @@ def minimal(schema: dict[str, Any], defs: dict[str, Any]) -> str:
     if kind == "object":
         inner = ",".join(f"{json.dumps(k)}:{minimal(v, defs)}" for k, v in schema.get("properties", {}).items())
         return "{" + inner + "}"
+    if kind == "array" and schema.get("prefixItems"):
+        return "[" + ",".join(minimal(p, defs) for p in schema["prefixItems"]) + "]"
     if kind == "array":
         return "[" + ",".join([minimal(schema.get("items", {}), defs)] * schema.get("minItems", 0)) + "]"
     return {"string": '"' + "x" * schema.get("minLength", 0) + '"', "null": "null", "boolean": "true",

@@ -66,7 +66,8 @@ def llm_policy(session: Session, *, settings: Settings, conn: duckdb.DuckDBPyCon
                                last=last, reminder=reminder if turn == remind_at else "")
         try:
             action = Action.model_validate(complete_json(settings, conn, model=model, prompt=TURN_PROMPT,
-                                                         variables=variables, schema=Action, stage=STAGE,
+                                                         variables=variables, schema=Action,
+                                                         guide=action_schema(walk), stage=STAGE,
                                                          incident_id=incident_id, run_id=run_id))
             taken_by = ""
         except LLMError as exc:
@@ -156,6 +157,22 @@ def llm_policy_runner(settings: Settings, *, model: str | None = None, incident_
                 connection.close()
 
     return run, f"llm:{chosen}"
+
+
+def action_schema(w: Walk) -> dict[str, Any]:
+    """`Action`'s JSON schema with this turn's names as enums: the session's devices, the phase's checks, the
+    skill families: sent to a server that takes a schema (and the local model's guided decoder), which then
+    cannot spell a device that is not there. Answers are still judged by `Action`, so the policy's own refusals
+    (which cost a turn and say why) stay what a model without schema support gets."""
+    from faultline.sade.skills import load_skills
+
+    schema = Action.model_json_schema()
+    names = {"device": sorted(w.roles) + ["all"], "check": sorted(checks_of(w.phase)) + ["all"],
+             "skill": sorted(sk.family for sk in load_skills())}
+    for field, members in names.items():
+        spec = schema["properties"][field]
+        spec["anyOf"] = [{"type": "string", "enum": members}, {"type": "null"}]
+    return schema
 
 
 def _variables(w: Walk, *, turn: int, budget: int, rules: str, index: str, history: list[str], last: str,
