@@ -185,3 +185,16 @@ def test_no_model_is_a_clear_error(settings):
     with pytest.raises(FaultlineError, match="needs a model") as err:
         llm_policy_runner(settings, model=None, incident_id="x")
     assert "FAULTLINE_SADE_LLM_MODEL" in str(err.value)
+
+
+def test_eval_sade_with_the_llm_policy_scores_the_models_answers(run_cli, capsys, tmp_path) -> None:
+    import shutil
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(ARP_ON_ROUTER2, corpus / ARP_ON_ROUTER2.name)
+    with scripted_model("eval-good", [SCAN_ROUTER2_FILTERS, SUBMIT]) as fake:
+        run_cli("eval", "sade", "--corpus", str(corpus), "--policy", "llm", "--model", fake.model, "--json")
+    report = json.loads(capsys.readouterr().out)
+    (incident,) = report["incidents"]
+    assert incident["submission"]["v1"]["root_cause_name"] == ["arp_acl_block"]
+    assert len(fake.requests) == 2  # the model chose both steps: the policy reached it

@@ -112,15 +112,22 @@ def eval_sade_command(
     corpus: Path = typer.Option(..., "--corpus", help="Corpus folder of recorded incidents."),
     method: list[str] = typer.Option(["sade"], "--method", help="sade and/or flat (repeatable)."),
     limit: int | None = typer.Option(None, "--limit", help="Only the first N incidents."),
+    policy: str = typer.Option("deterministic", "--policy", help="deterministic | llm (SADE's method only)."),
+    model: str | None = typer.Option(None, "--model", help="Model for --policy llm, e.g. local or openai/gpt-4o-mini "
+                                     "[default: sade_llm_model]."),
     as_json: bool = typer.Option(False, "--json", help="Print per-incident scores and summaries as JSON."),
 ) -> None:
     """Score SADE on every recorded incident of a corpus: overall, per label and per size. An incident that
     cannot be evaluated (a damaged snapshot) is listed as failed and the others go on; exit status 1 when
     none was scored."""
+    from faultline.errors import FaultlineError
     from faultline.sade.evaluate import evaluate_each
     from faultline.sade.scoring import summarise
 
-    done, failed = evaluate_each(corpus, methods=list(method), limit=limit, settings=ctx.obj)
+    if policy not in ("deterministic", "llm"):
+        raise FaultlineError(f"unknown --policy {policy!r}", fix="use --policy deterministic or --policy llm")
+    done, failed = evaluate_each(corpus, methods=list(method), limit=limit, settings=ctx.obj,
+                                 policy="llm" if policy == "llm" else "deterministic", llm_model=model)
     scores, diags = [ev.score for ev in done], [ev.diagnosis for ev in done]
     tables = {g or "overall": summarise(scores, group_by=g) for g in (None, "label", "size")}
     if as_json:

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from faultline.errors import FaultlineError
 from faultline.outcome import IncidentRef
@@ -52,9 +52,11 @@ def ticket_text(folder: Path) -> str:
 
 
 def evaluate_folder(folder: Path, *, method: str = "sade", baseline: bool = True, ticket: bool = True,
-                    settings: Settings | None = None) -> Evaluated:
+                    settings: Settings | None = None, policy: Literal["deterministic", "llm"] = "deterministic",
+                    llm_model: str | None = None) -> Evaluated:
     """SADE's unit on one recorded incident: its snapshot (with its baseline unless `baseline` is False), its ticket
-    (unless `ticket` is False) and its ground truth, all read from the folder; nothing is stored."""
+    (unless `ticket` is False) and its ground truth, all read from the folder; nothing is stored but the model
+    calls of the `llm` policy (`llm_model`, else `sade_llm_model`), in the settings' warehouse."""
     from faultline.sade.unit import run_sade
 
     info = json.loads((folder / "incident.json").read_text())
@@ -63,7 +65,8 @@ def evaluate_folder(folder: Path, *, method: str = "sade", baseline: bool = True
     ref = IncidentRef(incident_id=info["incident_id"], ticket_id=info["incident_id"],
                       snapshot_path=str(folder / "snapshot.json.gz"))
     done = run_sade(settings or _default_settings(), ref, use_baseline=baseline,
-                    ticket=ticket_text(folder) if ticket else "", truth=truth, method=method, on_error="score")
+                    ticket=ticket_text(folder) if ticket else "", truth=truth, method=method, on_error="score",
+                    policy=policy, llm_model=llm_model)
     return Evaluated(diagnosis=done.diagnosis, score=done.score)
 
 
@@ -85,7 +88,8 @@ class FailedIncident:
 
 
 def evaluate_each(corpus: Path, *, methods: list[str], limit: int | None = None,
-                  settings: Settings | None = None) -> tuple[list[Evaluated], list[FailedIncident]]:
+                  settings: Settings | None = None, policy: Literal["deterministic", "llm"] = "deterministic",
+                  llm_model: str | None = None) -> tuple[list[Evaluated], list[FailedIncident]]:
     """Evaluate every valid incident of the corpus with each method; an incident that fails is a
     `FailedIncident` and the others go on."""
     done: list[Evaluated] = []
@@ -95,7 +99,8 @@ def evaluate_each(corpus: Path, *, methods: list[str], limit: int | None = None,
     for method in methods:
         for folder in folders:
             try:
-                done.append(evaluate_folder(folder, method=method, settings=settings))
+                done.append(evaluate_folder(folder, method=method, settings=settings, policy=policy,
+                                            llm_model=llm_model))
             except Exception as exc:  # noqa: BLE001 - one damaged incident is a failure, the batch goes on
                 why = exc.message if isinstance(exc, FaultlineError) else f"{type(exc).__name__}: {exc}"
                 failed.append(FailedIncident(folder.name, method, why))
