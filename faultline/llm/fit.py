@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from faultline.llm import local
-from faultline.llm.prompts import Prompt, _as_text
+from faultline.llm.prompts import Prompt, as_text
 
 if TYPE_CHECKING:
     from faultline.config import Settings
@@ -81,7 +81,7 @@ def fit(prompt: Prompt, variables: dict[str, Any], *, model: str, window: int | 
     for _ in range(12):
         if tokens <= budget:
             break
-        texts = {k: _as_text(v) for k, v in values.items() if k not in keep}
+        texts = {k: as_text(v) for k, v in values.items() if k not in keep}
         name = max(texts, key=lambda k: len(texts[k]), default=None)
         if name is None or len(texts[name]) < 200:
             break

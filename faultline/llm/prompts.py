@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ class Prompt:
                                  fix="pass them in `variables=`; the prompt file names what it uses")
 
         def fill(part: str) -> str:
-            return _PLACEHOLDER.sub(lambda m: _as_text(variables[m.group(1)]).replace(_CLOSE, _CLOSE_WRITTEN),
+            return _PLACEHOLDER.sub(lambda m: as_text(variables[m.group(1)]).replace(_CLOSE, _CLOSE_WRITTEN),
                                     part).strip()
 
         parts = _SECTION.split(self.text)
@@ -59,7 +60,7 @@ class Prompt:
         return [m for m in messages if m["content"]]
 
 
-def _as_text(value: Any) -> str:
+def as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     import json
@@ -82,14 +83,17 @@ def load_prompt(name: str, *, folder: Path | None = None) -> Prompt:
 
 def output_budget(name: str, *, folder: Path | None = None) -> int | None:
     """The output-token budget ``prompts/budgets.yml`` declares for prompt ``name``, None when it declares none."""
-    import yaml
-
     path = (folder or prompts_dir()) / "budgets.yml"
-    if not path.is_file():
-        return None
-    budgets = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    value = budgets.get(name)
+    value = _budgets(path).get(name)
     if value is not None and (not isinstance(value, int) or value < 16):
         raise FaultlineError(f"{path}: the budget of {name} is {value!r}, not a whole number of tokens >= 16",
                              fix="write a whole number of output tokens, e.g. 400")
     return value
+
+
+@lru_cache(maxsize=4)
+def _budgets(path: Path) -> dict[str, Any]:
+    # read once per process: every model call asks for its prompt's budget
+    import yaml
+
+    return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.is_file() else {}
