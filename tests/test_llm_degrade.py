@@ -167,3 +167,29 @@ def test_diagnose_json_without_a_submission_exits_1(run_cli, capsys):
     diagnosis = json.loads(capsys.readouterr().out)  # the JSON is still printed, whole
     assert diagnosis["status"] == "no_submission" and diagnosis["submission"] is None
     assert "did not submit" in diagnosis["error"]
+
+
+def test_an_agent_whose_model_failed_is_not_asked_again_and_the_report_says_so(conn, monkeypatch):
+    from faultline.astra import orchestrator
+    from faultline.astra.engine import analyse
+    from faultline.astra.records import AgentOutput, FollowupQuery
+
+    failed = "model failed: Timeout after 12 s"
+    initial = cases.outputs()
+    initial["log"] = AgentOutput(agent="log", round=1, query="initial", text=f"The log agent's model failed: {failed}",
+                                 data={"model_failed": failed}, missing=f"log agent: {failed}")
+    agents = cases.SourceAgents(initial)
+    inc = cases.incident()
+
+    def plan(incident, report, scores, claims, evidence, asked):  # a planner that asks both agents each round
+        return [FollowupQuery(incident_id=incident.incident_id, round=report.round, agent=agent,
+                              query=f"what else about BGP hold timer, round {report.round}?", criterion="completeness")
+                for agent in ("log", "domain")]
+
+    monkeypatch.setattr(orchestrator, "plan_deterministic", plan)
+    result = analyse(inc, settings=None, conn=conn, max_rounds=3, agents=agents.agents())  # type: ignore[arg-type]
+    asked = [agent for agent, _ in agents.tasks]
+    assert "log" not in asked and asked.count("domain") >= 1  # the other agent is still asked
+    skipped = "follow-up to the log agent not asked (completeness): its model failed earlier in this analysis"
+    assert skipped in result.rounds[0].report.missing and skipped in result.rounds[0].report.text
+    assert all(q.agent == "domain" for r in result.rounds for q in r.followups)

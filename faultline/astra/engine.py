@@ -230,6 +230,8 @@ def analyse(incident: Incident, *, settings: Settings, conn: duckdb.DuckDBPyConn
         scores = steps.judge(incident, outputs, claims, evidence, report)
         revise = judge_mod.needs_revision(scores) and round_ < max_rounds
         followups = steps.plan(incident, report, scores, claims, evidence) if revise else []
+        followups = _askable(followups, outputs, steps)
+        report = steps._with_fallbacks(report)  # a follow-up not asked is said in this round's report too
         rounds.append(AstraRound(incident_id=incident.incident_id, round=round_, report=report, scores=scores,
                                  followups=followups, revise=revise, elapsed_s=0.0))
         if not followups:
@@ -253,6 +255,24 @@ def _produced_something(incident: Incident, outputs: dict[str, AgentOutput]) -> 
         raise LLMError(f"{incident.incident_id}: no agent found anything and a model failed: " + "; ".join(failed),
                        fix="see the rows of llm_calls for this incident; try another model or raise llm_retries "
                            "or llm_timeout_s")
+
+
+def _model_failed(output: AgentOutput) -> bool:
+    """True when the agent's model failed in round 1 or on a follow-up: asking it again costs another timeout."""
+    return bool(output.data.get("model_failed")) or any(
+        (f.get("data") or {}).get("model_failed") for f in output.data.get("followups") or [])
+
+
+def _askable(followups: list[FollowupQuery], outputs: dict[str, AgentOutput], steps: Analyst) -> list[FollowupQuery]:
+    """The follow-ups whose agent's model has not failed; each one dropped is said in the next report."""
+    kept = []
+    for query in followups:
+        if query.agent in outputs and _model_failed(outputs[query.agent]):
+            steps.fallbacks.append(f"follow-up to the {query.agent} agent not asked ({query.criterion}): its model "
+                                   "failed earlier in this analysis")
+        else:
+            kept.append(query)
+    return kept
 
 
 def _answer(incident: Incident, followups: list[FollowupQuery], next_round: int, prefetched: list[SimilarTicket],
