@@ -233,6 +233,12 @@ class Settings(BaseSettings):
         80, ge=1, description="Resolved tickets the ASTRA pre-fetch takes from hybrid search before reranking, at "
         "least 1."
     )
+    astra_reranker: Literal["deterministic", "llm"] = Field(
+        "deterministic", description="Who reranks the pre-fetch's candidate tickets when ASTRA runs with a model "
+        "(`--llm`): `deterministic` (the lexical-embedding reranker) or `llm` (the analysis's model, one call per "
+        "batch; a batch whose call fails is reranked deterministically and the report says so). The deterministic "
+        "analyst always reranks deterministically."
+    )
     astra_rerank_batch: int = Field(20, ge=1, description="Candidates reranked together in one batch, at least 1.")
     astra_rerank_keep: int = Field(5, ge=1, description="Candidates kept from each rerank batch, at least 1.")
     astra_similar_k: int = Field(5, ge=1, description="Similar tickets the pre-fetch finally keeps, at least 1.")

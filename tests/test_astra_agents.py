@@ -288,3 +288,23 @@ def test_unknown_agent_is_a_user_error(deps):
     assert agent_names() == ["domain", "log", "similarity"]
     with pytest.raises(FaultlineError, match="unknown ASTRA agent"):
         make_agent("oracle", deps)
+
+
+def test_with_the_llm_reranker_a_failing_model_still_gives_similar_tickets_and_says_so(deps, monkeypatch):
+    from faultline.astra import schedule
+    from faultline.astra.agents import registry
+    from faultline.llm.fake import scripted_model
+
+    # the agents stay deterministic (built with the model-less deps): only the reranker asks the model
+    monkeypatch.setattr(schedule, "make_agent", lambda name, d: registry.make_agent(name, deps))
+    with scripted_model("rerank-down", ["not JSON"], repeat_last=True) as fake:
+        chosen = deps.settings.model_copy(update={"astra_reranker": "llm", "llm_retries": 0})
+        with_model = type(deps)(chosen, deps.conn, model=fake.model, embedder=deps.embedder,
+                                docs_client=deps.docs_client)
+        result = schedule.run_agents(with_model, _incident(deps.conn, "sample-backlog-020",
+                                                           "2026-11-30T07:00:00+00:00"))
+        asked = len(fake.requests)
+    assert result.prefetch.reranker == f"llm:{fake.model}" and asked >= 1
+    assert result.prefetch.similar  # the deterministic reranker's scores stood in
+    missing = result.outputs["similarity"].missing or ""
+    assert missing.startswith("reranker: model failed: ") and "by the deterministic reranker" in missing

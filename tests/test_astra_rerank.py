@@ -5,6 +5,7 @@ A small bag-of-words embedder stands in for MiniLM so the tests are fast and the
 
 from __future__ import annotations
 
+import json
 import re
 import zlib
 
@@ -103,3 +104,85 @@ def test_without_a_rank_the_hybrid_score_is_the_prior(reranker):
     batch = [_cand("T-1", "x", score=0.9), _cand("T-2", "x", score=0.1)]
     sig = reranker.signals(_incident("y"), batch)
     assert sig["T-1"]["hybrid"] == pytest.approx(0.9) and sig["T-2"]["hybrid"] == pytest.approx(0.1)
+
+
+# --- the LLM reranker, when ASTRA runs with a model ------------------------------------------------
+
+
+def _batch():
+    return [_cand("T-1", "BGP session down after ACL change", rank=1, score=0.9),
+            _cand("T-2", "printer out of toner", rank=2, score=0.8),
+            _cand("T-3", "BGP neighbour stuck in Active", rank=3, score=0.7)]
+
+
+def test_the_deterministic_reranker_is_the_default_even_with_a_model(settings, conn):
+    from faultline.astra.rerank import LexicalReranker, make_reranker
+
+    assert isinstance(make_reranker(settings, conn, "openai/gpt-4o-mini", embedder=BagOfWords()), LexicalReranker)
+    chosen = settings.model_copy(update={"astra_reranker": "llm"})
+    assert isinstance(make_reranker(chosen, conn, None, embedder=BagOfWords()), LexicalReranker)  # no model
+
+
+def test_the_llm_reranker_orders_by_the_models_scores_and_logs_its_call(settings, conn):
+    from faultline.astra.prefetch import rerank
+    from faultline.astra.rerank import LLMReranker, make_reranker
+    from faultline.llm.fake import scripted_model
+
+    reply = json.dumps({"scores": [{"ticket_id": "T-3", "score": 0.9, "reason": "same symptom"},
+                                   {"ticket_id": "T-1", "score": 0.4, "reason": "same protocol"},
+                                   {"ticket_id": "T-9", "score": 1.0, "reason": "invented"}]})
+    chosen = settings.model_copy(update={"astra_reranker": "llm", "astra_rerank_keep": 3})
+    with scripted_model("rerank-ok", [reply]) as fake:
+        ranker = make_reranker(chosen, conn, fake.model, embedder=BagOfWords(), incident_id="INC-1", run_id="R-rr")
+        assert isinstance(ranker, LLMReranker)
+        kept = rerank(chosen, _incident("BGP down on router2"), _batch(), ranker)
+    assert [(c.ticket_id, s) for c, s in kept] == [("T-3", 0.9), ("T-1", 0.4), ("T-2", 0.0)]  # T-9 ignored
+    assert not ranker.fallbacks
+    assert conn.execute("SELECT count(*) FROM llm_calls WHERE stage = 'astra.rerank' AND run_id = 'R-rr' "
+                        "AND error IS NULL").fetchone()[0] == 1
+
+
+def test_a_batch_whose_model_fails_is_reranked_deterministically_and_says_so(settings, conn):
+    from faultline.astra.prefetch import rerank
+    from faultline.astra.rerank import make_reranker
+    from faultline.llm.fake import scripted_model
+
+    chosen = settings.model_copy(update={"astra_reranker": "llm", "astra_rerank_keep": 3, "llm_retries": 0,
+                                         "llm_backoff_s": 0.0})
+    with scripted_model("rerank-prose", ["These all look relevant to me."], repeat_last=True) as fake:
+        ranker = make_reranker(chosen, conn, fake.model, embedder=BagOfWords())
+        kept = rerank(chosen, _incident("BGP session down after ACL change"), _batch(), ranker)
+    assert kept[0][0].ticket_id == "T-1" and all(s > 0 for _, s in kept)  # the lexical scores, not zeros
+    (said,) = ranker.fallbacks
+    assert said.startswith("reranker: model failed: ") and "reranked by the deterministic reranker" in said
+
+
+class CharModel:
+    """A model of single characters that scores each by a fixed wish list, whatever it has read."""
+
+    def __init__(self, wishes: dict[str, float]) -> None:
+        from faultline.llm.guided import Vocabulary
+
+        self.pieces = [chr(c) for c in range(32, 127)] + ["<end>"]
+        end = len(self.pieces) - 1
+        self.vocabulary = Vocabulary(self.pieces, frozenset({end}), frozenset({end}))
+        self.scores = np.array([wishes.get(p, 0.0) for p in self.pieces], dtype=np.float32)
+
+    def encode(self, text: str) -> list[int]:
+        return [self.pieces.index(ch) for ch in text]
+
+    def feed(self, ids: list[int]) -> np.ndarray:
+        return self.scores
+
+
+def test_a_grammar_writes_one_score_per_candidate_in_order_whatever_the_model_wants():
+    from faultline.astra.rerank import GUIDE_SCORES, RerankAnswer, batch_guide
+    from faultline.llm.guided import Decoder, write_json
+
+    model = CharModel({"T": 9, "9": 8, "]": 7, "}": 6, "1": 5})  # would rather invent T-9 and stop at once
+    decoder = Decoder(model, max_tokens=400)
+    decoder.start([0])
+    answer = RerankAnswer.model_validate_json(write_json(decoder, batch_guide(_batch())))
+    assert [s.ticket_id for s in answer.scores] == ["T-1", "T-2", "T-3"]
+    assert all(s.score in GUIDE_SCORES for s in answer.scores)
+    assert [s.score for s in answer.scores] == [1.0, 1.0, 1.0]  # where it may choose, it chose its "1"

@@ -30,6 +30,7 @@ FIELD_WEIGHTS = {"title": 0.40, "description": 0.35, "resolution": 0.25}
 LLM_TEXT_CHARS = 600  # per candidate in the LLM prompt: enough for the gist, 20 fit one request
 RRF_K = 60  # the reciprocal-rank constant of Cormack, Clarke & Buettcher (SIGIR 2009), as in retrieval.search
 EMBED_CHARS = 1000
+GUIDE_SCORES = (0.0, 0.25, 0.5, 0.75, 1.0)  # what a grammar lets a model choose from
 CACHE_SIZE = 50_000  # candidate vectors kept per process (384 floats each: about 75 MB at most)
 
 _VECTORS: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
@@ -169,26 +170,64 @@ class RerankAnswer(BaseModel):
 
 
 class LLMReranker:
-    """Scores each batch with one model call (prompt ``astra/rerank``); ids the model invents are ignored."""
+    """Scores each batch with one model call (prompt ``astra/rerank``); ids the model invents are ignored.
+
+    With a `fallback` reranker, a batch whose call fails (`LLMError`) is scored by it instead and the failure is
+    kept in `fallbacks` ("<why>; ..."), so a failing model degrades the pre-fetch rather than sinking it.
+    """
 
     def __init__(self, settings: Settings, conn: duckdb.DuckDBPyConnection, model: str, *,
-                 incident_id: str | None = None, run_id: str | None = None) -> None:
+                 incident_id: str | None = None, run_id: str | None = None, fallback: Reranker | None = None) -> None:
         self.settings, self.conn, self.model = settings, conn, model
         self.incident_id, self.run_id = incident_id, run_id
         self.name = f"llm:{model}"
+        self.fallback = fallback
+        self.fallbacks: list[str] = []
 
     def score(self, incident: Incident, batch: list[Candidate]) -> dict[str, float]:
-        from faultline.llm import complete_json
+        from faultline.llm import LLMError, complete_json
 
         if not batch:
             return {}
         listing = "\n".join(json.dumps({"ticket_id": c.ticket_id, "title": c.title,
                                         "text": f"{c.description}\nResolution: {c.resolution_note}"[:LLM_TEXT_CHARS]},
                                        ensure_ascii=False) for c in batch)
-        answer = complete_json(self.settings, self.conn, model=self.model, prompt="astra/rerank",
-                               variables={"title": incident.title, "description": incident.description,
-                                          "candidates": listing},
-                               schema=RerankAnswer, stage="astra.rerank",
-                               incident_id=self.incident_id or incident.incident_id, run_id=self.run_id)
+        try:
+            answer = complete_json(self.settings, self.conn, model=self.model, prompt="astra/rerank",
+                                   variables={"title": incident.title, "description": incident.description,
+                                              "candidates": listing},
+                                   schema=RerankAnswer, stage="astra.rerank", guide=batch_guide(batch),
+                                   incident_id=self.incident_id or incident.incident_id, run_id=self.run_id)
+        except LLMError as exc:
+            if self.fallback is None:
+                raise
+            from faultline.astra.agents import model_failure
+
+            self.fallbacks.append(f"reranker: {model_failure(exc)}; {len(batch)} similar-ticket candidates were "
+                                  f"reranked by the deterministic reranker ({self.fallback.name}) instead")
+            return self.fallback.score(incident, batch)
         wanted = {c.ticket_id for c in batch}
         return {s["ticket_id"]: float(s["score"]) for s in answer["scores"] if s["ticket_id"] in wanted}
+
+
+def batch_guide(batch: list[Candidate]) -> dict[str, Any]:
+    """The answer's schema for a model that takes one: one score per candidate, in the batch's order, each naming
+    its ticket id (so a grammar cannot skip, repeat or invent one), the score one of five grades."""
+    def item(ticket_id: str) -> dict[str, Any]:
+        return {"type": "object", "additionalProperties": False, "required": ["ticket_id", "score", "reason"],
+                "properties": {"ticket_id": {"const": ticket_id},
+                               "score": {"enum": list(GUIDE_SCORES)},
+                               "reason": {"type": "string", "maxLength": 200}}}
+    return {"type": "object", "additionalProperties": False, "required": ["scores"],
+            "properties": {"scores": {"type": "array", "prefixItems": [item(c.ticket_id) for c in batch],
+                                      "items": False, "minItems": len(batch), "maxItems": len(batch)}}}
+
+
+def make_reranker(settings: Settings, conn: duckdb.DuckDBPyConnection, model: str | None, *, embedder: Any = None,
+                  incident_id: str | None = None, run_id: str | None = None) -> Reranker:
+    """The pre-fetch's reranker: `settings.astra_reranker` ``llm`` with a model gives an `LLMReranker` that falls
+    back to the deterministic one batch by batch; otherwise the deterministic `LexicalReranker`."""
+    lexical = LexicalReranker(settings, embedder=embedder)
+    if settings.astra_reranker == "llm" and model is not None:
+        return LLMReranker(settings, conn, model, incident_id=incident_id, run_id=run_id, fallback=lexical)
+    return lexical

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from faultline.astra.agents import AgentDeps, make_agent, run_agent
 from faultline.astra.prefetch import Prefetch, prefetch
 from faultline.astra.records import AgentOutput, AgentTask, Incident
+from faultline.astra.rerank import make_reranker
 
 
 @dataclass
@@ -29,6 +30,9 @@ def run_agents(deps: AgentDeps, incident: Incident, *, round: int = 1, reranker=
     """Pre-fetch once, run the similarity and log agents concurrently, then the domain agent on their outputs."""
     timings: dict[str, float] = {}
     began = time.perf_counter()
+    if reranker is None:
+        reranker = make_reranker(deps.settings, deps.conn, deps.model, embedder=deps.embedder,
+                                 incident_id=incident.incident_id, run_id=deps.run_id)
     shared = prefetch(deps.settings, deps.conn, incident, reranker=reranker, embedder=deps.embedder)
     timings["prefetch"] = time.perf_counter() - began
     query = incident.title
@@ -42,6 +46,10 @@ def run_agents(deps: AgentDeps, incident: Incident, *, round: int = 1, reranker=
         outputs["similarity"] = outputs["similarity"].model_copy(update={
             "missing": shared.missing,
             "text": f"No ticket history was searched, so the history says nothing: {shared.missing}"})
+    fell_back = getattr(reranker, "fallbacks", [])
+    if fell_back:  # the LLM reranker's failed batches: said where the report lists what was missing
+        said = "; ".join(x for x in (outputs["similarity"].missing, *fell_back) if x)
+        outputs["similarity"] = outputs["similarity"].model_copy(update={"missing": said})
     timings["similarity_log"] = time.perf_counter() - began
     began = time.perf_counter()
     domain_task = base.model_copy(update={"context": {"similarity": outputs["similarity"].text,
