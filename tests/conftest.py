@@ -182,6 +182,23 @@ def _is_lab_fixture(item: pytest.Item, name: str) -> bool:
     return bool(defs) and drives_the_lab(defs[-1].func)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A lab test that fails says what the lab looked like then (processes, last log lines): a lab failure that
+    shows only under a full run is otherwise gone with the lab."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed and item.get_closest_marker("lab") is not None:
+        from tests.labfixtures import lab_at_failure
+
+        try:
+            text = lab_at_failure(getattr(item, "funcargs", {}), item.nodeid)
+        except (OSError, ValueError, AttributeError) as exc:  # the evidence must never hide the failure
+            text = f"(could not read the lab: {exc!r})"
+        if text:
+            report.sections.append(("lab at failure", text))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Skip (or, with --require-all, fail) a test whose data sets or root are missing, before its fixtures run;

@@ -172,3 +172,52 @@ def lab_holder(folder: Path, *, timeout: float = 60.0):
             holder.close()
 
     return labs
+
+
+FAILURES_DIR = Path(os.environ.get("FAULTLINE_LAB_FAILURES", "/tmp/faultline-lab-failures"))
+
+
+def _lab_state(funcargs: dict) -> object | None:
+    """The LabState a failed test was using: from a `Labs` holder or a (state, context) lab fixture."""
+    from faultline.lab.state import LabState
+
+    for value in funcargs.values():
+        if isinstance(value, Labs) and value._current is not None:
+            return value._current[0]
+        if isinstance(value, tuple) and value and isinstance(value[0], LabState):
+            return value[0]
+    return None
+
+
+def lab_at_failure(funcargs: dict, name: str) -> str:
+    """What a failed lab test leaves for whoever reads the log: each recorded process alive or not, the last
+    lines of the services' own output and the device log of each device whose process is gone; the lab's
+    service and syslog folders are copied under FAILURES_DIR/<name> (the lab is torn down with its fixture)."""
+    import shutil
+
+    from faultline.lab.teardown import alive, comm
+
+    state = _lab_state(funcargs)
+    if state is None:
+        return ""
+    run_dir = Path(state.run_dir)
+    lines = [f"lab {state.scenario} at {run_dir}; processes:"]
+    gone = set()
+    for proc in state.processes:
+        if not alive(proc.pid):
+            gone.add(proc.device)
+        lines.append(f"  {proc.device} {proc.name}[{proc.pid}]: "
+                     + (f"alive ({comm(proc.pid)})" if alive(proc.pid) else "GONE"))
+    outs = sorted(run_dir.glob("svc/*/*.out"), key=lambda p: p.stat().st_mtime)[-6:]
+    logs = [run_dir / "syslog" / device / "messages" for device in sorted(gone)]
+    for path, count in [*((p, 4) for p in outs), *((p, 12) for p in logs if p.is_file())]:
+        tail = path.read_text(errors="replace").splitlines()[-count:]
+        lines += [f"-- {path.relative_to(run_dir)}"] + [f"   {t}" for t in tail]
+    kept = FAILURES_DIR / "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:120]
+    for part in ("svc", "syslog"):
+        if (run_dir / part).is_dir():
+            shutil.rmtree(kept / part, ignore_errors=True)
+            shutil.copytree(run_dir / part, kept / part,  # the devices' /dev/log sockets cannot be copied
+                            ignore=lambda d, names: [n for n in names if (Path(d) / n).is_socket()])
+    lines.append(f"copied to {kept}")
+    return "\n".join(lines)
