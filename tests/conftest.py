@@ -118,11 +118,10 @@ def _xdist_group(item: pytest.Item, lab_modules: set[Path]) -> str:
     The lab tests share the machine's one `fl-` lab and its lock, and some rely on the order of their
     module; the pure tests beside them read the same names and paths (a running lab's /etc/netns/fl-*
     files show in an offline state's inventory). One group runs all of them in file order on one worker.
-    The real local model's tests join them: two cores of torch beside the lab's timed DHCP and DNS exchanges
-    made those fail in full runs, and one after the other they cost the lab lane about a minute.
-    Any other test goes with its module.
+    Any other test goes with its module, the real local model's too: on the lab's worker they cost the
+    longest lane about a minute, and the DHCP failures once blamed on them came back without them.
     """
-    if item.path in lab_modules or item.get_closest_marker("local_model") is not None:
+    if item.path in lab_modules:
         return LAB_GROUP
     return item.path.stem
 

@@ -44,12 +44,13 @@ def test_one_log_agent_step(small, conn):
     from faultline.truth.taxonomy import taxonomy
 
     with gzip.open(ARCHIVE, "rt") as recorded:
-        excerpt = "".join(recorded.readlines()[:20])
+        excerpt = "".join(recorded.readlines()[:8])
+    labels = list(taxonomy().values())[:8]  # a short prompt: the step, not the model's reading, is under test
     answer = complete_json(small, conn, model="local", prompt="astra/log_agent", schema=LogAnalysis,
                            stage="astra.agent.log", incident_id="INC-local",
                            variables={"title": "pc1 cannot reach pc2", "description": "since 01:00",
                                       "query": "arp router2", "excerpt": excerpt,
-                                      "labels": "\n".join(f"- {i.label}: {i.summary}" for i in taxonomy().values())})
+                                      "labels": "\n".join(f"- {i.label}: {i.summary}" for i in labels)})
     LogAnalysis.model_validate(answer)
     assert_logged_once(conn, "astra.agent.log")
 
