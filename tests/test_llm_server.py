@@ -1,6 +1,6 @@
 """Talking to a model server as it is: its address and key from settings, an output limit and the JSON shape on
 every call, prompts cut to its context window, a refusal for a prompt still too long with its own fix, one call
-at a time for a single-slot server, and timeouts that grow with the prompt.
+at a time for a single-slot server, timeouts that grow with the prompt, and a server killed mid-run.
 
 Through litellm's real OpenAI client and the stub server on 127.0.0.1 (faultline/llm/stub_server.py).
 """
@@ -146,3 +146,32 @@ def test_a_missing_api_key_is_refused_at_once_with_the_key_fix(settings, conn, s
         ask(keyless, conn, "ok")
     assert "FAULTLINE_LLM_API_KEY" in raised.value.fix
     assert len(rows(conn, "ok")) == 1  # not retried four times with back-off
+
+
+def test_a_server_killed_mid_diagnosis_leaves_a_diagnosis_that_says_what_failed(server, conn):
+    import json
+    from pathlib import Path
+
+    from faultline.network.snapshot_backend import snapshot_backend
+    from faultline.sade.engine import diagnose
+    from faultline.sade.llm_policy import STAGE, llm_policy_runner
+
+    snapshot = Path(__file__).resolve().parents[1] / "data/sample/history/sample-history-001/snapshot.json.gz"
+    dying = StubServer(answer="", delay_s=0.0)
+
+    def first_then_die(messages):  # answers one turn, then the server is gone (a killed llama.cpp, say)
+        threading.Thread(target=dying.stop, daemon=True).start()
+        return json.dumps({"action": "scan", "device": "pc1", "check": "interfaces"})
+
+    dying.answer = first_then_die
+    with dying:
+        settings = server.model_copy(update={"llm_api_base": dying.base_url, "sade_max_turns": 4})
+        policy, name = llm_policy_runner(settings, model="openai/ok", incident_id="sample-history-001", conn=conn)
+        diag = diagnose(snapshot_backend(snapshot), incident_id="sample-history-001", policy=name, run_policy=policy)
+    assert len(dying.requests) == 1 and diag.status == "submitted"
+    fallbacks = [st for st in diag.steps if st.tool == "llm_fallback"]
+    assert fallbacks and all(st.note.startswith("model failed: ") for st in fallbacks)
+    assert all("Connection error" in st.note for st in fallbacks)  # the reason a user can act on
+    errors = [e for (e,) in conn.execute("SELECT error FROM llm_calls WHERE stage = ? AND model = 'openai/ok' "
+                                         "ORDER BY created_at", [STAGE]).fetchall()]
+    assert errors[0] is None and errors[1:] and all(errors[1:])
