@@ -7,6 +7,7 @@ Through litellm's real OpenAI client and the stub server on 127.0.0.1 (faultline
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -90,6 +91,18 @@ def test_a_prompt_over_the_window_is_cut_to_fit_and_says_so(server, conn, stub):
     assert "lines cut to fit the model's context window" in text and "10.0.0.1 Down" in text  # the head is kept
 
 
+def test_the_re_ask_of_a_prompt_cut_to_the_window_still_fits_it(server, conn):
+    replies = iter([json.dumps({f"field_{n}": n for n in range(30)}),  # thirty errors: a long rejection
+                    '{"ok": true, "reason": "peer down"}'])
+    with StubServer(answer=lambda messages: next(replies), delay_s=0.0) as own:
+        fitted = server.model_copy(update={"llm_api_base": own.base_url, "llm_context_tokens": 1500,
+                                           "llm_max_output_tokens": 200, "llm_retries": 1})
+        assert ask(fitted, conn, "context-1500", lines=400)["ok"] is True
+        reask = own.requests[-1].messages[-1]["content"]
+    assert reask.startswith("Your previous answer was rejected: ") and len(reask) < 600
+    assert [r[6] is None for r in rows(conn, "context-1500")[-2:]] == [False, True]  # the second attempt answered
+
+
 def test_a_prompt_the_server_refuses_as_too_long_gets_its_own_fix(server, conn):
     with pytest.raises(LLMError, match="too long for its context window") as raised:
         ask(server, conn, "context-500", lines=400)  # the window is unknown to Faultline: nothing was cut
@@ -149,7 +162,6 @@ def test_a_missing_api_key_is_refused_at_once_with_the_key_fix(settings, conn, s
 
 
 def test_a_server_killed_mid_diagnosis_leaves_a_diagnosis_that_says_what_failed(server, conn):
-    import json
     from pathlib import Path
 
     from faultline.network.snapshot_backend import snapshot_backend

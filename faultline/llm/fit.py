@@ -19,7 +19,9 @@ if TYPE_CHECKING:
     from faultline.config import Settings
 
 CHARS_PER_TOKEN = 4
-_MARGIN = 32  # tokens the chat template and a re-ask's note may add
+REASK_NOTE_CHARS = 400  # the most of a rejection's reason a re-ask repeats to the model
+# tokens the chat template and a re-ask's note may add (error text runs at about 2 characters a token)
+_MARGIN = 32 + REASK_NOTE_CHARS // 2
 _speeds: dict[str, float] = {}  # tokens handled per second, per model, from this process's timed calls
 _speed_lock = threading.Lock()
 

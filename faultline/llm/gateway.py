@@ -234,7 +234,9 @@ def _call(settings: Settings, conn: duckdb.DuckDBPyConnection, *, model: str, pr
             record_call(conn, response=kept, error=last_error, **counts, **log)
             # the re-ask carries the reason only: sending the bad reply back grows every prompt and teaches a
             # small model to repeat it
-            asked = messages + [{"role": "user", "content": f"Your previous answer was rejected: {exc}. "
+            # and the note is bounded, so a re-ask of a prompt fitted to the window still fits it (fit._MARGIN)
+            reason = str(exc) if len(str(exc)) <= fit.REASK_NOTE_CHARS else str(exc)[:fit.REASK_NOTE_CHARS - 3] + "..."
+            asked = messages + [{"role": "user", "content": f"Your previous answer was rejected: {reason}. "
                                                              "Answer again with only the corrected JSON object."}]
             continue
         record_call(conn, response=text, **counts, **log)
