@@ -161,8 +161,10 @@ def test_report_json_whose_analysis_failed_prints_the_failure_and_exits_non_zero
 
 def test_diagnose_json_without_a_submission_exits_1(run_cli, capsys):
     healthy = SAMPLE / "backlog" / "sample-backlog-047"  # a healthy control: nothing for a fingerprint to match
-    idle = json.dumps({"action": "scan", "device": "pc1", "check": "interfaces"})  # never submits
-    with scripted_model("idle-cli", [idle], repeat_last=True) as fake:
+    wandering = [json.dumps({"action": "scan", "device": d, "check": c})  # busy, never submits or goes in circles
+                 for d in ("router1", "router2", "pc1", "pc2")
+                 for c in ("interfaces", "filters", "neighbours", "link_counters")] * 2
+    with scripted_model("idle-cli", wandering) as fake:
         run_cli("diagnose", str(healthy), "--policy", "llm", "--model", fake.model, "--json", expect_exit=1)
     diagnosis = json.loads(capsys.readouterr().out)  # the JSON is still printed, whole
     assert diagnosis["status"] == "no_submission" and diagnosis["submission"] is None

@@ -41,6 +41,14 @@ def run(settings, folder: Path, steps: list, *, name: str, repeat_last: bool = F
     return diag, fake
 
 
+def wandering(turns: int) -> list[str]:
+    """A model that scans every phase-A check of the healthy control's devices in turn, each at most twice, and
+    never submits."""
+    moves = [act("scan", device=d, check=c) for d in ("router1", "router2", "pc1", "pc2")
+             for c in ("interfaces", "filters", "neighbours", "link_counters")]
+    return (moves * 2)[:turns]
+
+
 def user_text(request: list[dict]) -> str:
     return request[-1]["content"]
 
@@ -91,8 +99,7 @@ def test_refusal_then_correction_still_submits(fast):
 
 
 def test_reminder_appears_once_at_half_budget_and_empty_budget_is_no_submission(fast, conn):
-    idle = act("scan", device="pc1", check="interfaces")  # the same scan every turn: nothing new after the first
-    diag, fake = run(fast, HEALTHY, [idle], name="idle", repeat_last=True)
+    diag, fake = run(fast, HEALTHY, wandering(20), name="idle")  # busy, never repeating a move thrice, no submit
     assert len(fake.requests) == 20  # SADE's default budget
     with_reminder = [i + 1 for i, r in enumerate(fake.requests) if REMINDER in user_text(r)]
     assert with_reminder == [10]
@@ -198,3 +205,14 @@ def test_eval_sade_with_the_llm_policy_scores_the_models_answers(run_cli, capsys
     (incident,) = report["incidents"]
     assert incident["submission"]["v1"]["root_cause_name"] == ["arp_acl_block"]
     assert len(fake.requests) == 2  # the model chose both steps: the policy reached it
+
+
+def test_a_model_going_round_in_circles_gets_the_deterministic_walk_and_says_so(fast, conn):
+    stuck = act("scan", device="pc1", check="interfaces", reason="pc1 again")
+    diag, fake = run(fast, ARP_ON_ROUTER2, [stuck], name="circles", repeat_last=True)
+    assert diag.status == "submitted" and diag.submission.v1.root_cause_name == ["arp_acl_block"]
+    taken = [st for st in diag.steps if st.tool == "llm_fallback"]
+    assert taken and taken[0].args["turn"] == 3  # asked twice is the model's own; the third time is not
+    assert taken[0].note.startswith("model repeated itself: 'scan interfaces on pc1' asked 3 times; "
+                                    "the deterministic walk's next step was taken: ")
+    assert len(fake.requests) < fast.sade_max_turns  # the walk found the fault before the budget ran out

@@ -2,14 +2,16 @@
 
 After the initial scan the model answers one JSON action a turn among those the phase gates allow (`llm_actions`,
 stage ``sade.policy``, ``prompts/sade/``), within ``settings.sade_max_turns`` and one reminder at half of them;
-out of turns the current matches are the answer, else `NoSubmission`. A turn whose model call fails (`LLMError`)
-takes the gated walk's deterministic next step instead (`gated_step`) and records it as an ``llm_fallback`` step
-(docs/llm.md#when-a-model-fails). In full: docs/sade.md#the-llm-policy.
+out of turns the current matches are the answer, else `NoSubmission`. A turn whose model call fails (`LLMError`),
+or whose move the model has already asked for twice, takes the gated walk's deterministic next step instead
+(`gated_step`) and records it as an ``llm_fallback`` step (docs/llm.md#when-a-model-fails).
+In full: docs/sade.md#the-llm-policy.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 STAGE = "sade.policy"
 FALLBACK_TOOL = "llm_fallback"  # the step that records a turn the deterministic walk took for a failed model
 REASON_CHARS = 300
+SAME_MOVE_ALLOWED = 2  # a move asked for again (a counter read twice) is the model's; a third time is going round
 TURN_PROMPT, RULES_PROMPT, REMINDER_PROMPT = "sade/turn", "sade/system", "sade/reminder"
 MAX_FLAGS_SHOWN = 40  # the newest ones; older flags are counted, not listed, to keep each turn small
 MAX_PAIRS_SHOWN = 30
@@ -47,7 +50,8 @@ def llm_policy(session: Session, *, settings: Settings, conn: duckdb.DuckDBPyCon
     """Diagnose with `model` choosing the actions; the matches to submit (empty = healthy).
 
     Raises `NoSubmission` when the budget ends with no submit and no match. A turn whose model gives no valid
-    answer within the gateway's attempts (`LLMError`) takes `gated_step` instead, recorded as a step.
+    answer within the gateway's attempts (`LLMError`), or that asks for a move a third time, takes `gated_step`
+    instead, recorded as a step.
     """
     from faultline.llm import LLMError, complete_json, load_prompt
 
@@ -60,6 +64,7 @@ def llm_policy(session: Session, *, settings: Settings, conn: duckdb.DuckDBPyCon
     budget = settings.sade_max_turns
     remind_at = math.ceil(budget / 2)
     history: list[str] = []
+    asked: Counter[str] = Counter()  # each move the model chose, by its description
     last = "(first turn: only the reachability scan has run)"
     for turn in range(1, budget + 1):
         variables = _variables(walk, turn=turn, budget=budget, rules=rules, index=index, history=history,
@@ -72,8 +77,15 @@ def llm_policy(session: Session, *, settings: Settings, conn: duckdb.DuckDBPyCon
             taken_by = ""
         except LLMError as exc:
             action = gated_step(walk)
-            _record_fallback(walk, turn, action, exc)
+            _record_fallback(walk, turn, action, f"model failed: {_reason(exc)}")
             taken_by = " (the model failed: the deterministic walk's step)"
+        else:
+            asked[_describe(action)] += 1
+            if asked[_describe(action)] > SAME_MOVE_ALLOWED:  # a model going round in circles spends the budget
+                repeated, action = _describe(action), gated_step(walk)
+                _record_fallback(walk, turn, action, f"model repeated itself: '{repeated}' asked "
+                                                     f"{asked[repeated]} times")
+                taken_by = " (the model repeated itself: the deterministic walk's step)"
         phase_before, steps_before = walk.phase, len(session.steps)
         outcome = apply(walk, action)
         if taken_by:
@@ -116,16 +128,20 @@ def gated_step(w: Walk) -> Action:
     return Action(action="submit", answer="healthy")
 
 
-def _record_fallback(w: Walk, turn: int, action: Action, exc: Exception) -> None:
-    """An ``llm_fallback`` step: the turn, the model's failure and the step taken instead (the diagnosis stores it
-    with its steps, so a user sees which turns were not the model's)."""
+def _reason(exc: Exception) -> str:
+    """A model failure on one line, cut to REASON_CHARS."""
     reason = " ".join(str(getattr(exc, "message", "") or exc).split())
-    reason = reason if len(reason) <= REASON_CHARS else reason[:REASON_CHARS - 3] + "..."
+    return reason if len(reason) <= REASON_CHARS else reason[:REASON_CHARS - 3] + "..."
+
+
+def _record_fallback(w: Walk, turn: int, action: Action, why: str) -> None:
+    """An ``llm_fallback`` step: the turn, why the model's move was not taken and the step taken instead (the
+    diagnosis stores it with its steps, so a user sees which turns were not the model's)."""
     steps = w.session.steps
     taken = _describe(action)
     steps.append(Step(seq=len(steps) + 1, phase=w.session.phase, tool=FALLBACK_TOOL,  # type: ignore[arg-type]
                       args={"turn": turn, "step": taken},
-                      note=f"model failed: {reason}; the deterministic walk's next step was taken: {taken}"))
+                      note=f"{why}; the deterministic walk's next step was taken: {taken}"))
 
 
 def llm_policy_runner(settings: Settings, *, model: str | None = None, incident_id: str,
