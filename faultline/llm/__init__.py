@@ -11,10 +11,11 @@ from faultline.llm.gateway import (
     LLMError,
     complete_json,
     complete_text,
+    model_failure,
     parse_json,
     record_call,
 )
 from faultline.llm.prompts import Prompt, load_prompt, prompts_dir
 
 __all__ = ["InvalidOutput", "LLMError", "Prompt", "complete_json", "complete_text", "load_prompt",
-           "parse_json", "prompts_dir", "record_call"]
+           "model_failure", "parse_json", "prompts_dir", "record_call"]

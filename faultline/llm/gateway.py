@@ -85,6 +85,20 @@ def count_calls(conn: duckdb.DuckDBPyConnection, incident_id: str, run_id: str |
     return int(conn.execute(COUNT_CALLS_SQL, [incident_id, run_id]).fetchone()[0])
 
 
+FAILURE_CHARS = 300  # of a model's failure as a report or a diagnosis says it (the whole of it is in llm_calls)
+
+
+def model_failure(exc: Exception) -> str:
+    """``model failed: <reason>`` for a model call that gave no valid answer (an `LLMError`): on one line, cut at a
+    word end to FAILURE_CHARS. How ASTRA's reports and SADE's fallback steps name the failure."""
+    reason = " ".join(str(getattr(exc, "message", "") or exc).split())
+    if len(reason) > FAILURE_CHARS:
+        cut = reason[:FAILURE_CHARS]
+        at = cut.rfind(" ")
+        reason = cut[:at].rstrip() if at > FAILURE_CHARS // 2 else cut
+    return f"model failed: {reason}"
+
+
 def parse_json(text: str, schema: Schema) -> dict[str, Any]:
     """Parse a reply (bare or in a ```json fence) and validate it; raises `InvalidOutput` with the reason."""
     body = text.strip()

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 STAGE = "sade.policy"
 FALLBACK_TOOL = "llm_fallback"  # the step that records a turn the deterministic walk took for a failed model
-REASON_CHARS = 300
 SAME_MOVE_ALLOWED = 2  # a move asked for again (a counter read twice) is the model's; a third time is going round
 TURN_PROMPT, RULES_PROMPT, REMINDER_PROMPT = "sade/turn", "sade/system", "sade/reminder"
 MAX_FLAGS_SHOWN = 40  # the newest ones; older flags are counted, not listed, to keep each turn small
@@ -53,7 +52,7 @@ def llm_policy(session: Session, *, settings: Settings, conn: duckdb.DuckDBPyCon
     answer within the gateway's attempts (`LLMError`), or that asks for a move a third time, takes `gated_step`
     instead, recorded as a step.
     """
-    from faultline.llm import LLMError, complete_json, load_prompt
+    from faultline.llm import LLMError, complete_json, load_prompt, model_failure
 
     sym = initial_scan(session)
     walk = Walk(session=session, sym=sym, roles={d.name: d.role for d in session.devices()})
@@ -77,7 +76,7 @@ def llm_policy(session: Session, *, settings: Settings, conn: duckdb.DuckDBPyCon
             taken_by = ""
         except LLMError as exc:
             action = gated_step(walk)
-            _record_fallback(walk, turn, action, f"model failed: {_reason(exc)}")
+            _record_fallback(walk, turn, action, model_failure(exc))
             taken_by = " (the model failed: the deterministic walk's step)"
         else:
             asked[_describe(action)] += 1
@@ -126,12 +125,6 @@ def gated_step(w: Walk) -> Action:
     if unscanned and unscanned[0] in w.advance_targets():
         return Action(action="advance", phase=unscanned[0])
     return Action(action="submit", answer="healthy")
-
-
-def _reason(exc: Exception) -> str:
-    """A model failure on one line, cut to REASON_CHARS."""
-    reason = " ".join(str(getattr(exc, "message", "") or exc).split())
-    return reason if len(reason) <= REASON_CHARS else reason[:REASON_CHARS - 3] + "..."
 
 
 def _record_fallback(w: Walk, turn: int, action: Action, why: str) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from faultline.astra.records import AgentOutput, AgentTask
+from faultline.llm.gateway import model_failure
 
 if TYPE_CHECKING:
     import duckdb
@@ -53,15 +54,6 @@ def cap(text: str, limit: int) -> str:
         if at > limit // 2:
             return cut[:at].rstrip()
     return cut
-
-
-REASON_CHARS = 300  # of a model's failure, as the report lists it (the whole of it is in llm_calls)
-
-
-def model_failure(exc: Exception) -> str:
-    """``model failed: <reason>`` for a model call that gave no valid answer (an `LLMError`), cut to a line."""
-    reason = " ".join(str(getattr(exc, "message", "") or exc).split())
-    return f"model failed: {cap(reason, REASON_CHARS)}"
 
 
 def run_agent(agent: Agent, task: AgentTask) -> AgentOutput:
